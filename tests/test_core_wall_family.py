@@ -283,6 +283,8 @@ def test_the_later_core_wall_candidates_scan_only_clear_of_the_divergence_line(
         "digits_ce_wd01_lr3",
         "digits_ls3",
         "digits_ls2",
+        "digits_ce_wd03",
+        "digits_ce_wd05",
     ]
     for name in later:
         for a in _family.WALL_ROWS:

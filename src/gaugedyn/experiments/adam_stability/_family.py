@@ -130,6 +130,22 @@ WALL_CANDIDATES: dict[str, dict[str, Any]] = {
     },
     "digits_ls3": {"task": "digits_ls3", "hidden": 32, "n_samples": 64, "lr": 1e-2, "eps": 1e-8},
     "digits_ls2": {"task": "digits_ls2", "hidden": 32, "n_samples": 64, "lr": 1e-2, "eps": 1e-8},
+    "digits_ce_wd03": {
+        "task": "digits_ce",
+        "hidden": 32,
+        "n_samples": 64,
+        "lr": 1e-2,
+        "eps": 1e-30,
+        "weight_decay": 0.3,
+    },
+    "digits_ce_wd05": {
+        "task": "digits_ce",
+        "hidden": 32,
+        "n_samples": 64,
+        "lr": 1e-2,
+        "eps": 1e-30,
+        "weight_decay": 0.5,
+    },
 }
 """The core-wall candidates (issue 42, Build 5), declared before their pilot on the cheap
 diagnostics of ``docs/adam-stability.md`` ("What a confident cross-entropy task needs"): a
@@ -188,7 +204,31 @@ below `confident_level()`) and `WALL_TOP` are unchanged; tried in this order:
 - ``digits_ls3``: ``delta = 1e-3`` (label probability 0.999, margins about 9.1): a wall about
   7 logits from the core;
 - ``digits_ls2``: ``delta = 1e-2`` (margins about 6.8), a wider core against the wall, the
-  fallback if the first's core is too narrow for its settled runs to collapse."""
+  fallback if the first's core is too narrow for its settled runs to collapse.
+
+Both were stopped on their diagnostics (`WALL_STOPPED`). Declared after them, before any run of
+theirs (session 16, p42w), two decays between the two regimes the stored diagnostics show. The
+reason, from ``wall_pilot.json``: at weight decay 1 the loss is held (settled ``log10`` loss
+-10 to -12 at ``1 - beta2 >= 0.03`` on the row 0.3, -14 to -19 on the rows 0.2 and 0.1), and
+the row 0.3's small ``1 - beta2`` already show the collapse-and-spike sawtooth in some seeds
+(``1 - beta2 = 0.01``: 4 of 8 runs spiky, rises up to 6.6 decades, the median trace falling
+to -9 and jumping back to -4; the pilot's cells 0.0178 and 0.01: 3 and 1 of 8), never in half
+of a cell's seeds; at weight decay 0.1 no level is held (the loss falls at a steady 3
+decades per tenth of the run to the ``eps`` floor, -27 to -31, every run quiet). So the change
+from a held level to the floor lies between 0.1 and 1: a decay there holds the level deeper
+than at 1 (a deeper collapse, larger rises, the sawtooth in more seeds) while still holding it
+above ``eps``. ``digits_ce_wd``'s set-up otherwise (``eps = 1e-30``, `WALL_TOP`), tried in
+this order:
+
+- ``digits_ce_wd03``: weight decay 0.3, the geometric middle of 0.1 and 1;
+- ``digits_ce_wd05``: weight decay 0.5, the fallback nearer the held level of 1, if 0.3's
+  loss already falls to the floor.
+
+Declared with them (`_family_wall.DIAGNOSTICS`' last ten cells): five diagnostic cells each,
+rows 0.3 (``1 - beta2`` 10^-1.5 and 0.01), 0.2 (10^-1.5) and 0.1 (10^-1.5 and 0.01). A
+candidate is piloted only if its diagnostics read spiky below a quiet cell on a row (at least
+half its seeds spiky under the settled window, every run confident), as for the label-smoothed
+ones; otherwise it is stopped (`WALL_STOPPED`)."""
 WALL_ROWS = (0.3, 0.2, 0.1)
 """The core-wall candidates' declared rows: those of `ROWS` whose edges the diagnostics place
 inside `COLUMNS` at a cost the session's two cores can pay (the row 0.3's edge lies between

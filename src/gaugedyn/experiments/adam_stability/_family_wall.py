@@ -97,6 +97,16 @@ DIAGNOSTICS = (
     ("smoothing 1e-3, eps 1e-30", 0.3, 10**-1.5, 1e-30, 0.0, 1e-2, "digits_ls3"),
     ("smoothing 1e-2, eps 1e-8", 0.3, 10**-1.5, 1e-8, 0.0, 1e-2, "digits_ls2"),
     ("smoothing 1e-2, eps 1e-8", 0.1, 0.01, 1e-8, 0.0, 1e-2, "digits_ls2"),
+    ("weight decay 0.3, eps 1e-30", 0.3, 10**-1.5, 1e-30, 0.3),
+    ("weight decay 0.3, eps 1e-30", 0.3, 0.01, 1e-30, 0.3),
+    ("weight decay 0.3, eps 1e-30", 0.2, 10**-1.5, 1e-30, 0.3),
+    ("weight decay 0.3, eps 1e-30", 0.1, 10**-1.5, 1e-30, 0.3),
+    ("weight decay 0.3, eps 1e-30", 0.1, 0.01, 1e-30, 0.3),
+    ("weight decay 0.5, eps 1e-30", 0.3, 10**-1.5, 1e-30, 0.5),
+    ("weight decay 0.5, eps 1e-30", 0.3, 0.01, 1e-30, 0.5),
+    ("weight decay 0.5, eps 1e-30", 0.2, 10**-1.5, 1e-30, 0.5),
+    ("weight decay 0.5, eps 1e-30", 0.1, 10**-1.5, 1e-30, 0.5),
+    ("weight decay 0.5, eps 1e-30", 0.1, 0.01, 1e-30, 0.5),
 )
 """The diagnostic cells (`diagnostics()`): ``(label, 1 - beta1, 1 - beta2, eps, weight
 decay[, lr[, task]])`` of ``digits_ce``'s network and data (width 32, 64 images, ``lr = 1e-2``
@@ -108,10 +118,13 @@ the rows 0.2 and 0.1's top cells: the cells below them. The rest were declared w
 candidates ``digits_ce_wd01``, ``digits_ce_wd001`` and ``digits_ce_wd01_lr3``, before any
 run of theirs (`_family.WALL_CANDIDATES`): their cells at the row 0.3 where ``digits_ce_wd``
 read spikes only in the transient window, and at the rows 0.2 and 0.1 below the divergence
-line (`_family.WALL_TOP`). The last nine were declared with the label-smoothed candidates
+line (`_family.WALL_TOP`). The next nine were declared with the label-smoothed candidates
 ``digits_ls3`` and ``digits_ls2`` before any run of theirs: the same rows and columns (the
 row 0.2 a quarter decade lower, clear of `_family.WALL_TOP`), one cell at ``eps = 1e-30``
-(whether ``eps`` sets what the first reads)."""
+(whether ``eps`` sets what the first reads). The last ten were declared with ``digits_ce_wd03``
+and ``digits_ce_wd05`` before any run of theirs (`_family.WALL_CANDIDATES`): rows 0.3, 0.2 and
+0.1 below `_family.WALL_TOP`, two columns on the rows 0.3 and 0.1 (whether a spiky cell lies
+below a quiet one)."""
 DIAGNOSTIC_TRACE = 10
 """Each diagnostic run's ``log10`` loss is kept as the median over each tenth of the run."""
 
