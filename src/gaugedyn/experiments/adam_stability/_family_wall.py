@@ -97,21 +97,33 @@ DIAGNOSTICS = (
     ("smoothing 1e-3, eps 1e-30", 0.3, 10**-1.5, 1e-30, 0.0, 1e-2, "digits_ls3"),
     ("smoothing 1e-2, eps 1e-8", 0.3, 10**-1.5, 1e-8, 0.0, 1e-2, "digits_ls2"),
     ("smoothing 1e-2, eps 1e-8", 0.1, 0.01, 1e-8, 0.0, 1e-2, "digits_ls2"),
-    ("weight decay 0.3, eps 1e-30", 0.3, 10**-1.5, 1e-30, 0.3),
-    ("weight decay 0.3, eps 1e-30", 0.3, 0.01, 1e-30, 0.3),
-    ("weight decay 0.3, eps 1e-30", 0.2, 10**-1.5, 1e-30, 0.3),
-    ("weight decay 0.3, eps 1e-30", 0.1, 10**-1.5, 1e-30, 0.3),
-    ("weight decay 0.3, eps 1e-30", 0.1, 0.01, 1e-30, 0.3),
-    ("weight decay 0.5, eps 1e-30", 0.3, 10**-1.5, 1e-30, 0.5),
-    ("weight decay 0.5, eps 1e-30", 0.3, 0.01, 1e-30, 0.5),
-    ("weight decay 0.5, eps 1e-30", 0.2, 10**-1.5, 1e-30, 0.5),
-    ("weight decay 0.5, eps 1e-30", 0.1, 10**-1.5, 1e-30, 0.5),
-    ("weight decay 0.5, eps 1e-30", 0.1, 0.01, 1e-30, 0.5),
+    ("weight decay 0.3, eps 1e-30", 0.3, 10**-1.5, 1e-30, 0.3, 1e-2, "digits_ce_wd03"),
+    ("weight decay 0.3, eps 1e-30", 0.3, 0.01, 1e-30, 0.3, 1e-2, "digits_ce_wd03"),
+    ("weight decay 0.3, eps 1e-30", 0.2, 10**-1.5, 1e-30, 0.3, 1e-2, "digits_ce_wd03"),
+    ("weight decay 0.3, eps 1e-30", 0.1, 10**-1.5, 1e-30, 0.3, 1e-2, "digits_ce_wd03"),
+    ("weight decay 0.3, eps 1e-30", 0.1, 0.01, 1e-30, 0.3, 1e-2, "digits_ce_wd03"),
+    ("weight decay 0.5, eps 1e-30", 0.3, 10**-1.5, 1e-30, 0.5, 1e-2, "digits_ce_wd05"),
+    ("weight decay 0.5, eps 1e-30", 0.3, 0.01, 1e-30, 0.5, 1e-2, "digits_ce_wd05"),
+    ("weight decay 0.5, eps 1e-30", 0.2, 10**-1.5, 1e-30, 0.5, 1e-2, "digits_ce_wd05"),
+    ("weight decay 0.5, eps 1e-30", 0.1, 10**-1.5, 1e-30, 0.5, 1e-2, "digits_ce_wd05"),
+    ("weight decay 0.5, eps 1e-30", 0.1, 0.01, 1e-30, 0.5, 1e-2, "digits_ce_wd05"),
+    ("smoothing 1e-3, width 8, 32 images", 0.3, 10**-1.5, 1e-8, 0.0, 1e-2, "digits_ls3_w8"),
+    ("smoothing 1e-3, width 8, 32 images", 0.3, 0.01, 1e-8, 0.0, 1e-2, "digits_ls3_w8"),
+    ("smoothing 1e-3, width 8, 32 images", 0.2, 10**-1.5, 1e-8, 0.0, 1e-2, "digits_ls3_w8"),
+    ("smoothing 1e-3, width 8, 32 images", 0.1, 10**-1.5, 1e-8, 0.0, 1e-2, "digits_ls3_w8"),
+    ("smoothing 1e-3, width 8, 32 images", 0.1, 0.01, 1e-8, 0.0, 1e-2, "digits_ls3_w8"),
+    ("smoothing 1e-3, eps 1e-8, lr 1e-3", 0.3, 10**-1.5, 1e-8, 0.0, 1e-3, "digits_ls3_lr3"),
+    ("smoothing 1e-3, eps 1e-8, lr 1e-3", 0.3, 0.01, 1e-8, 0.0, 1e-3, "digits_ls3_lr3"),
+    ("smoothing 1e-3, eps 1e-8, lr 1e-3", 0.2, 10**-1.5, 1e-8, 0.0, 1e-3, "digits_ls3_lr3"),
+    ("smoothing 1e-3, eps 1e-8, lr 1e-3", 0.1, 10**-1.5, 1e-8, 0.0, 1e-3, "digits_ls3_lr3"),
+    ("smoothing 1e-3, eps 1e-8, lr 1e-3", 0.1, 0.01, 1e-8, 0.0, 1e-3, "digits_ls3_lr3"),
 )
 """The diagnostic cells (`diagnostics()`): ``(label, 1 - beta1, 1 - beta2, eps, weight
-decay[, lr[, task]])`` of ``digits_ce``'s network and data (width 32, 64 images, ``lr = 1e-2``
-where none is given), the accurate cross-entropy (`_batched.confident_ce`; a ``task`` of
-`_batched.SMOOTHED_TASKS`: its label-smoothed ``KL`` instead): what holds a confident
+decay[, lr[, candidate]])``: the named candidate's network, data and loss
+(`_family.candidate()`; ``digits_ce``'s where none is named: width 32, 64 images, the
+accurate cross-entropy `_batched.confident_ce`; a candidate whose task is one of
+`_batched.SMOOTHED_TASKS`: its label-smoothed ``KL``) at the cell's ``eps``, weight decay and
+``lr`` (``1e-2`` where none is given; stored as the cell's ``task``): what holds a confident
 fit's loss, and where a spiky regime appears. Diagnostics, not a pilot: no candidate is judged
 on them. Rows 8-10 were added after `digits_ce_wd`'s pilot, whose downward scans stopped at
 the rows 0.2 and 0.1's top cells: the cells below them. The rest were declared with the
@@ -121,10 +133,11 @@ read spikes only in the transient window, and at the rows 0.2 and 0.1 below the 
 line (`_family.WALL_TOP`). The next nine were declared with the label-smoothed candidates
 ``digits_ls3`` and ``digits_ls2`` before any run of theirs: the same rows and columns (the
 row 0.2 a quarter decade lower, clear of `_family.WALL_TOP`), one cell at ``eps = 1e-30``
-(whether ``eps`` sets what the first reads). The last ten were declared with ``digits_ce_wd03``
+(whether ``eps`` sets what the first reads). The next ten were declared with ``digits_ce_wd03``
 and ``digits_ce_wd05`` before any run of theirs (`_family.WALL_CANDIDATES`): rows 0.3, 0.2 and
 0.1 below `_family.WALL_TOP`, two columns on the rows 0.3 and 0.1 (whether a spiky cell lies
-below a quiet one)."""
+below a quiet one); the last ten, the same five cells each, with ``digits_ls3_w8`` and
+``digits_ls3_lr3`` before any run of theirs."""
 DIAGNOSTIC_TRACE = 10
 """Each diagnostic run's ``log10`` loss is kept as the median over each tenth of the run."""
 
@@ -191,7 +204,7 @@ def diagnostics_markdown(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
         "Diagnostics, not a pilot (`_family_wall.diagnostics()`, stored in `wall_pilot.json`): "
         "`digits_ce`'s network and data (64-32-10, 64 images, lr 0.01 unless the set-up names "
-        "another) with the accurate "
+        "others) with the accurate "
         "cross-entropy (set-ups named smoothing: the label-smoothed cross-entropy less its "
         "minimum, KL(q || p), `_batched.smoothed_kl`), 8 seeds a cell; the settled window's statuses, the medians over seeds "
         "of the settled median log10 loss and of the largest rise (decades), and the median "
@@ -226,6 +239,13 @@ def _loss_words(cand: dict[str, Any]) -> str:
             "its excess over its minimum, KL(q || p)"
         )
     return "cross-entropy"
+
+
+def _loss_symbol(cand: dict[str, Any]) -> str:
+    """``KL`` for a label-smoothed candidate (its loss reading), else ``loss``."""
+    from ._batched import SMOOTHED_TASKS
+
+    return "KL" if cand["task"] in SMOOTHED_TASKS else "loss"
 
 
 def wall_summary(name: str, pilot: dict[str, Any]) -> dict[str, Any]:
@@ -632,14 +652,14 @@ def stopped_markdown(p: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     for name, why in WALL_STOPPED.items():
         cand = WALL_CANDIDATES[name]
-        mine = [z for z in p.get("diagnostics", []) if z.get("task") == cand["task"]]
+        mine = [z for z in p.get("diagnostics", []) if z.get("task") == name]
         st = [int(v) for z in mine for v in z["status"]]
         lv = np.array([v for z in mine for v in z["settled_median_log10_loss"]], float)
         rise = np.array([v for z in mine for v in z["max_rise"]], float)
         seen = (
             f" ({len(mine)} diagnostic cells, rows "
             + ", ".join(f"{a:g}" for a in sorted({z["a"] for z in mine}, reverse=True))
-            + f": {st.count(1)} of {len(st)} runs spiky, settled log10 KL "
+            + f": {st.count(1)} of {len(st)} runs spiky, settled log10 {_loss_symbol(cand)} "
             f"{_fmt(float(np.nanmin(lv)))} to {_fmt(float(np.nanmax(lv)))}, largest settled "
             f"rise {_fmt(float(np.nanmax(rise)))} decades)"
             if mine
@@ -648,7 +668,13 @@ def stopped_markdown(p: dict[str, Any]) -> list[str]:
         lines += [
             f"The core-wall candidate `{name}` (MLP 64-{cand['hidden']}-10 on "
             f"{cand['n_samples']} digits, {_loss_words(cand)}, $\\mathrm{{lr}} = "
-            f"{cand['lr']:g}$, Adam's eps {cand['eps']:g}): {why}{seen}.",
+            f"{cand['lr']:g}$, Adam's eps {cand['eps']:g}"
+            + (
+                f", decoupled weight decay {cand['weight_decay']:g}"
+                if cand.get("weight_decay")
+                else ""
+            )
+            + f"): {why}{seen}.",
             "",
         ]
     return lines
