@@ -454,3 +454,32 @@ def test_a_candidate_stopped_on_its_diagnostics_is_passed_over_and_its_reading_d
         "eps 1e-08): stopped (2 diagnostic cells, rows 0.3, 0.1: 2 of 16 runs spiky, settled "
         "log10 KL -6.5 to -5, largest settled rise 2.5 decades)."
     ) in text
+
+
+def test_a_stopped_weight_decay_candidate_is_drawn_with_its_own_diagnostic_cells(monkeypatch):
+    """A diagnostic cell names its candidate (stored as ``task``): a stopped weight-decay
+    candidate is drawn with its decay, its loss read as a loss (not a KL) and only the cells
+    that name it, not those of another candidate on the same task program."""
+    monkeypatch.setattr(_family, "WALL_STOPPED", {"digits_ce_wd03": "stopped"})
+
+    def cell(task, a, lv, status):
+        z = {"label": "x", "a": a, "c": 0.01, "eps": 1e-30, "weight_decay": 0.3, "steps": 9,
+             "status": status, "settled_median_log10_loss": [lv] * 8, "max_rise": [0.5] * 8,
+             "trace": [[-3.0] * 10] * 8, "cpu_seconds": 1}  # fmt: skip
+        return z | ({"task": task} if task else {})
+
+    p = _wall_pilot(0) | {
+        "diagnostics": [
+            cell(None, 0.3, -12.0, [1] * 8),
+            cell("digits_ce_wd05", 0.2, -20.0, [1] * 8),
+            cell("digits_ce_wd03", 0.3, -25.0, [0] * 7 + [1]),
+            cell("digits_ce_wd03", 0.1, -27.0, [0] * 8),
+        ]
+    }
+    text = "\n".join(_family_wall.stopped_markdown(p))
+    assert text == (
+        "The core-wall candidate `digits_ce_wd03` (MLP 64-32-10 on 64 digits, cross-entropy, "
+        "$\\mathrm{lr} = 0.01$, Adam's eps 1e-30, decoupled weight decay 0.3): stopped (2 "
+        "diagnostic cells, rows 0.3, 0.1: 1 of 16 runs spiky, settled log10 loss -27 to -25, "
+        "largest settled rise 0.5 decades).\n"
+    )
