@@ -257,7 +257,7 @@ parameters the only spiky copies were the two that fit deepest. Tried in this or
   tenth of the step holds it lower and lets the KL fall towards the minimum.
 
 Declared with them (`_family_wall.DIAGNOSTICS`' last ten cells): the same five cells each, and
-the same gate before a pilot."""
+the same gate before a pilot. Both were stopped on their diagnostics (`WALL_STOPPED`)."""
 WALL_ROWS = (0.3, 0.2, 0.1)
 """The core-wall candidates' declared rows: those of `ROWS` whose edges the diagnostics place
 inside `COLUMNS` at a cost the session's two cores can pay (the row 0.3's edge lies between
@@ -280,15 +280,26 @@ WALL_MIN_ROWS = 2
 run's settled median loss below `confident_level()`: every image's loss below ``log 2``, so
 every training label has probability above 1/2) and a spiky regime with a settled edge in at
 least this many of `WALL_ROWS`."""
-WALL_STOPPED: dict[str, str] = {
-    name: "stopped on its declared diagnostics, not piloted: no diagnostic cell spiky, the KL "
-    "held at a noisy level, no collapse towards the exact minimum"
-    for name in ("digits_ls3", "digits_ls2")
-} | {
-    name: "stopped on its declared diagnostics, not piloted: no diagnostic cell with half its "
-    "runs spiky, the loss falling at a steady pace towards the eps floor on the rows 0.2 and 0.1"
-    for name in ("digits_ce_wd03", "digits_ce_wd05")
-}
+WALL_STOPPED: dict[str, str] = (
+    {
+        name: "stopped on its declared diagnostics, not piloted: no diagnostic cell spiky, the KL "
+        "held at a noisy level, no collapse towards the exact minimum"
+        for name in ("digits_ls3", "digits_ls2")
+    }
+    | {
+        name: "stopped on its declared diagnostics, not piloted: no diagnostic cell with half its "
+        "runs spiky, the loss falling at a steady pace towards the eps floor on the rows 0.2 and 0.1"
+        for name in ("digits_ce_wd03", "digits_ce_wd05")
+    }
+    | {
+        "digits_ls3_w8": "stopped on its declared diagnostics, not piloted: no diagnostic cell "
+        "spiky; width 8 does not fit the smoothed labels (the KL stalls about three decades down, "
+        "some runs untrained)",
+        "digits_ls3_lr3": "stopped on its declared diagnostics, not piloted: no diagnostic cell "
+        "spiky, the KL held at a noisy level 1.5-2 decades below digits_ls3's (Adam's step sets "
+        "it), no collapse towards the exact minimum",
+    }
+)
 """Core-wall candidates stopped before a pilot (the brief: a candidate is piloted only if its
 diagnostics read spiky below quiet cells on a row), passed over by `_family_wall.wall_choose`,
 with the reason (``wall_pilot.json``'s diagnostics)."""
