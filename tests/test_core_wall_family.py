@@ -285,6 +285,9 @@ def test_the_later_core_wall_candidates_scan_only_clear_of_the_divergence_line(
         "digits_ls2",
         "digits_ce_wd03",
         "digits_ce_wd05",
+        "digits_ls3_w8",
+        "digits_ls3_lr3",
+        "digits_ce_wd07",
     ]
     for name in later:
         for a in _family.WALL_ROWS:

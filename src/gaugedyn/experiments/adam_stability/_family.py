@@ -154,6 +154,14 @@ WALL_CANDIDATES: dict[str, dict[str, Any]] = {
         "lr": 1e-3,
         "eps": 1e-8,
     },
+    "digits_ce_wd07": {
+        "task": "digits_ce",
+        "hidden": 32,
+        "n_samples": 64,
+        "lr": 1e-2,
+        "eps": 1e-30,
+        "weight_decay": 0.7,
+    },
 }
 """The core-wall candidates (issue 42, Build 5), declared before their pilot on the cheap
 diagnostics of ``docs/adam-stability.md`` ("What a confident cross-entropy task needs"): a
@@ -257,7 +265,15 @@ parameters the only spiky copies were the two that fit deepest. Tried in this or
   tenth of the step holds it lower and lets the KL fall towards the minimum.
 
 Declared with them (`_family_wall.DIAGNOSTICS`' last ten cells): the same five cells each, and
-the same gate before a pilot. Both were stopped on their diagnostics (`WALL_STOPPED`)."""
+the same gate before a pilot. Both were stopped on their diagnostics (`WALL_STOPPED`).
+
+Declared after them, before any run of its own (session 16, p42w), the last untried decay
+between 0.5 and 1, ``digits_ce_wd07`` (weight decay 0.7, ``digits_ce_wd``'s set-up otherwise).
+The reason, from the stored diagnostics: the row 0.3's spiky runs come at both neighbours (at
+``1 - beta2`` 10^-1.5 and 0.01: 3 of 16 runs at 0.5, 5 of 16 at 1), while the rows 0.2 and 0.1
+fall to the ``eps`` floor at 0.5 and are held at 1 (settled ``log10`` loss -14 to -19, still
+falling at 0.01); a decay between may hold those rows deep enough for a collapse. The same five
+diagnostic cells (`_family_wall.DIAGNOSTICS`' last five) and the same gate."""
 WALL_ROWS = (0.3, 0.2, 0.1)
 """The core-wall candidates' declared rows: those of `ROWS` whose edges the diagnostics place
 inside `COLUMNS` at a cost the session's two cores can pay (the row 0.3's edge lies between

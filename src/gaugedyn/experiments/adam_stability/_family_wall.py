@@ -117,6 +117,11 @@ DIAGNOSTICS = (
     ("smoothing 1e-3, eps 1e-8, lr 1e-3", 0.2, 10**-1.5, 1e-8, 0.0, 1e-3, "digits_ls3_lr3"),
     ("smoothing 1e-3, eps 1e-8, lr 1e-3", 0.1, 10**-1.5, 1e-8, 0.0, 1e-3, "digits_ls3_lr3"),
     ("smoothing 1e-3, eps 1e-8, lr 1e-3", 0.1, 0.01, 1e-8, 0.0, 1e-3, "digits_ls3_lr3"),
+    ("weight decay 0.7, eps 1e-30", 0.3, 10**-1.5, 1e-30, 0.7, 1e-2, "digits_ce_wd07"),
+    ("weight decay 0.7, eps 1e-30", 0.3, 0.01, 1e-30, 0.7, 1e-2, "digits_ce_wd07"),
+    ("weight decay 0.7, eps 1e-30", 0.2, 10**-1.5, 1e-30, 0.7, 1e-2, "digits_ce_wd07"),
+    ("weight decay 0.7, eps 1e-30", 0.1, 10**-1.5, 1e-30, 0.7, 1e-2, "digits_ce_wd07"),
+    ("weight decay 0.7, eps 1e-30", 0.1, 0.01, 1e-30, 0.7, 1e-2, "digits_ce_wd07"),
 )
 """The diagnostic cells (`diagnostics()`): ``(label, 1 - beta1, 1 - beta2, eps, weight
 decay[, lr[, candidate]])``: the named candidate's network, data and loss
@@ -136,8 +141,9 @@ row 0.2 a quarter decade lower, clear of `_family.WALL_TOP`), one cell at ``eps 
 (whether ``eps`` sets what the first reads). The next ten were declared with ``digits_ce_wd03``
 and ``digits_ce_wd05`` before any run of theirs (`_family.WALL_CANDIDATES`): rows 0.3, 0.2 and
 0.1 below `_family.WALL_TOP`, two columns on the rows 0.3 and 0.1 (whether a spiky cell lies
-below a quiet one); the last ten, the same five cells each, with ``digits_ls3_w8`` and
-``digits_ls3_lr3`` before any run of theirs."""
+below a quiet one); the next ten, the same five cells each, with ``digits_ls3_w8`` and
+``digits_ls3_lr3`` before any run of theirs, and the last five, the same cells, with
+``digits_ce_wd07`` before any run of its own."""
 DIAGNOSTIC_TRACE = 10
 """Each diagnostic run's ``log10`` loss is kept as the median over each tenth of the run."""
 
