@@ -273,7 +273,9 @@ The reason, from the stored diagnostics: the row 0.3's spiky runs come at both n
 ``1 - beta2`` 10^-1.5 and 0.01: 3 of 16 runs at 0.5, 5 of 16 at 1), while the rows 0.2 and 0.1
 fall to the ``eps`` floor at 0.5 and are held at 1 (settled ``log10`` loss -14 to -19, still
 falling at 0.01); a decay between may hold those rows deep enough for a collapse. The same five
-diagnostic cells (`_family_wall.DIAGNOSTICS`' last five) and the same gate."""
+diagnostic cells (`_family_wall.DIAGNOSTICS`' last five) and the same gate. It was stopped on
+them (`WALL_STOPPED`: the row 0.3 spiky in 3 of 16 runs, the rows 0.2 and 0.1 quiet, their loss
+still falling at the end of every run)."""
 WALL_ROWS = (0.3, 0.2, 0.1)
 """The core-wall candidates' declared rows: those of `ROWS` whose edges the diagnostics place
 inside `COLUMNS` at a cost the session's two cores can pay (the row 0.3's edge lies between
@@ -305,7 +307,7 @@ WALL_STOPPED: dict[str, str] = (
     | {
         name: "stopped on its declared diagnostics, not piloted: no diagnostic cell with half its "
         "runs spiky, the loss falling at a steady pace towards the eps floor on the rows 0.2 and 0.1"
-        for name in ("digits_ce_wd03", "digits_ce_wd05")
+        for name in ("digits_ce_wd03", "digits_ce_wd05", "digits_ce_wd07")
     }
     | {
         "digits_ls3_w8": "stopped on its declared diagnostics, not piloted: no diagnostic cell "
