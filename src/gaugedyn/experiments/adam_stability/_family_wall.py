@@ -563,7 +563,7 @@ def stored() -> dict[str, Any]:
 
 
 def _fmt(v: float) -> str:
-    return "-" if v is None or not math.isfinite(v) else f"{v:.3g}"
+    return "-" if v is None or not math.isfinite(v) else f"{v + 0.0:.3g}"  # -0.0 reads 0
 
 
 def stored_wall_pilot() -> dict[str, Any]:
