@@ -288,6 +288,7 @@ def test_the_later_core_wall_candidates_scan_only_clear_of_the_divergence_line(
         "digits_ls3_w8",
         "digits_ls3_lr3",
         "digits_ce_wd07",
+        "teacher_kl",
     ]
     for name in later:
         for a in _family.WALL_ROWS:
@@ -486,3 +487,54 @@ def test_a_stopped_weight_decay_candidate_is_drawn_with_its_own_diagnostic_cells
         "diagnostic cells, rows 0.3, 0.1: 1 of 16 runs spiky, settled log10 loss -27 to -25, "
         "largest settled rise 0.5 decades).\n"
     )
+
+
+def test_the_teacher_kl_task_is_realizable_and_its_loss_the_soft_kl():
+    """`TeacherKLMLP`: the teacher's median margin is the declared one; a student set to the
+    teacher (its four units, the rest zero) has KL 0 to float64 precision and zero gradient,
+    its random initialisation a positive KL equal to `soft_kl` written out against the
+    targets' own ``-sum q log p - H(q)``; the data and teacher follow ``data_seed``; Adam
+    lowers the loss; the task is `task_model`'s; bad input is refused."""
+    from gaugedyn.experiments.adam_stability._batched import (
+        TEACHER_KL_MARGIN,
+        TEACHER_KL_WIDTH,
+        TeacherKLMLP,
+        soft_kl,
+        task_model,
+        teacher_soft_targets,
+    )
+
+    X, logq, teacher = teacher_soft_targets(256, 7)
+    top = logq.topk(2, dim=-1).values
+    assert float((top[:, 0] - top[:, 1]).median()) == pytest.approx(TEACHER_KL_MARGIN)
+    m = task_model("teacher_kl", 3, [1, 2, 3], 256, data_seed=7, hidden=6)
+    assert isinstance(m, TeacherKLMLP) and torch.equal(m.X, X) and torch.equal(m.logq, logq)
+    assert [tuple(p.shape) for p in m.params] == [(3, 20, 6), (3, 1, 6), (3, 6, 10), (3, 1, 10)]
+    pad = 6 - TEACHER_KL_WIDTH
+    exact = [
+        torch.nn.functional.pad(teacher[0], (0, pad)),
+        torch.nn.functional.pad(teacher[1], (0, pad)),
+        torch.nn.functional.pad(teacher[2], (0, 0, 0, pad)),
+        teacher[3],
+    ]
+    at = [torch.stack([p] * 3).requires_grad_(True) for p in exact]
+    L = m.losses(at)
+    assert float(L.detach().abs().max()) < 1e-28
+    grads = torch.autograd.grad(L.sum(), at)
+    assert max(float(g.abs().max()) for g in grads) < 1e-13
+    L0 = m.losses().detach()
+    W1, b1, W2, b2 = (p.detach() for p in m.params)
+    logp = torch.log_softmax(torch.relu(X @ W1 + b1) @ W2 + b2, dim=-1)
+    q = logq.exp()
+    want = (-(q * logp).sum(-1) + (q * logq).sum(-1)).mean(-1)
+    torch.testing.assert_close(L0, want, rtol=1e-10, atol=0)
+    assert float(L0.min()) > 0
+    torch.testing.assert_close(L0, soft_kl(torch.relu(X @ W1 + b1) @ W2 + b2, logq))
+    other = TeacherKLMLP("teacher_kl", 1, [1], 256, data_seed=8, hidden=6)
+    assert not torch.equal(other.X, X)
+    adam_step_sets(m, 1e-2, 0.9, 0.99, 100, [5])
+    assert float(m.losses().detach().max()) < 0.5 * float(L0.min())
+    with pytest.raises(InputError, match="task='teacher_mse' is not allowed"):
+        TeacherKLMLP("teacher_mse", 1, [0])
+    with pytest.raises(InputError, match="n_samples=1 is not allowed"):
+        teacher_soft_targets(1, 0)

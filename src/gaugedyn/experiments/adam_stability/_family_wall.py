@@ -122,6 +122,13 @@ DIAGNOSTICS = (
     ("weight decay 0.7, eps 1e-30", 0.2, 10**-1.5, 1e-30, 0.7, 1e-2, "digits_ce_wd07"),
     ("weight decay 0.7, eps 1e-30", 0.1, 10**-1.5, 1e-30, 0.7, 1e-2, "digits_ce_wd07"),
     ("weight decay 0.7, eps 1e-30", 0.1, 0.01, 1e-30, 0.7, 1e-2, "digits_ce_wd07"),
+    ("teacher KL, eps 1e-8", 0.3, 10**-1.5, 1e-8, 0.0, 1e-2, "teacher_kl"),
+    ("teacher KL, eps 1e-8", 0.3, 0.01, 1e-8, 0.0, 1e-2, "teacher_kl"),
+    ("teacher KL, eps 1e-8", 0.2, 10**-1.5, 1e-8, 0.0, 1e-2, "teacher_kl"),
+    ("teacher KL, eps 1e-8", 0.2, 0.01, 1e-8, 0.0, 1e-2, "teacher_kl"),
+    ("teacher KL, eps 1e-8", 0.1, 10**-1.5, 1e-8, 0.0, 1e-2, "teacher_kl"),
+    ("teacher KL, eps 1e-8", 0.1, 0.01, 1e-8, 0.0, 1e-2, "teacher_kl"),
+    ("teacher KL, eps 1e-8", 0.1, 10**-2.5, 1e-8, 0.0, 1e-2, "teacher_kl"),
 )
 """The diagnostic cells (`diagnostics()`): ``(label, 1 - beta1, 1 - beta2, eps, weight
 decay[, lr[, candidate]])``: the named candidate's network, data and loss
@@ -142,8 +149,11 @@ row 0.2 a quarter decade lower, clear of `_family.WALL_TOP`), one cell at ``eps 
 and ``digits_ce_wd05`` before any run of theirs (`_family.WALL_CANDIDATES`): rows 0.3, 0.2 and
 0.1 below `_family.WALL_TOP`, two columns on the rows 0.3 and 0.1 (whether a spiky cell lies
 below a quiet one); the next ten, the same five cells each, with ``digits_ls3_w8`` and
-``digits_ls3_lr3`` before any run of theirs, and the last five, the same cells, with
-``digits_ce_wd07`` before any run of its own."""
+``digits_ls3_lr3`` before any run of theirs, the next five, the same cells, with
+``digits_ce_wd07`` before any run of its own, and the last seven with ``teacher_kl`` before
+any run of its own: the same five and the rows 0.2 and 0.1 at ``1 - beta2`` 0.01 and
+10^-2.5 (where the teacher tasks' edges, ``C (1 - beta1)`` with ``C`` about 0.035-0.06, put
+spiky cells below quiet ones)."""
 DIAGNOSTIC_TRACE = 10
 """Each diagnostic run's ``log10`` loss is kept as the median over each tenth of the run."""
 
@@ -235,10 +245,24 @@ def diagnostics_markdown(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _network_words(cand: dict[str, Any]) -> str:
+    """A core-wall candidate's network and data, in words."""
+    from ._batched import TEACHER_KL_TASKS
+
+    if cand["task"] in TEACHER_KL_TASKS:
+        return f"MLP 20-{cand['hidden']}-10 on {cand['n_samples']} Gaussian inputs"
+    return f"MLP 64-{cand['hidden']}-10 on {cand['n_samples']} digits"
+
+
 def _loss_words(cand: dict[str, Any]) -> str:
     """The loss a core-wall candidate's detector reads, in words."""
-    from ._batched import SMOOTHED_TASKS
+    from ._batched import SMOOTHED_TASKS, TEACHER_KL_MARGIN, TEACHER_KL_TASKS, TEACHER_KL_WIDTH
 
+    if cand["task"] in TEACHER_KL_TASKS:
+        return (
+            f"cross-entropy to the softmax of a 20-{TEACHER_KL_WIDTH}-10 ReLU teacher (median "
+            f"margin {TEACHER_KL_MARGIN:g}), read as its excess over its minimum, KL(q || p)"
+        )
     if cand["task"] in SMOOTHED_TASKS:
         return (
             f"cross-entropy to the labels smoothed by {SMOOTHED_TASKS[cand['task']]:g}, read as "
@@ -249,9 +273,9 @@ def _loss_words(cand: dict[str, Any]) -> str:
 
 def _loss_symbol(cand: dict[str, Any]) -> str:
     """``KL`` for a label-smoothed candidate (its loss reading), else ``loss``."""
-    from ._batched import SMOOTHED_TASKS
+    from ._batched import SMOOTHED_TASKS, TEACHER_KL_TASKS
 
-    return "KL" if cand["task"] in SMOOTHED_TASKS else "loss"
+    return "KL" if cand["task"] in (*SMOOTHED_TASKS, *TEACHER_KL_TASKS) else "loss"
 
 
 def wall_summary(name: str, pilot: dict[str, Any]) -> dict[str, Any]:
@@ -599,7 +623,7 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
         s = wall_summary(name, p)
         lines += [
             f"The stored pilot of the core-wall candidate `{name}` ({p['date']}, "
-            f"`{p['command']}`; MLP 64-{cand['hidden']}-10 on {cand['n_samples']} digits, "
+            f"`{p['command']}`; {_network_words(cand)}, "
             + _loss_words(cand)
             + f", $\\mathrm{{lr}} = {cand['lr']:g}$, Adam's eps {cand['eps']:g}, "
             f"decoupled weight decay {cand.get('weight_decay', 0.0):g}; {p['seeds']} seeds a "
@@ -672,8 +696,8 @@ def stopped_markdown(p: dict[str, Any]) -> list[str]:
             else " (no diagnostic cell stored)"
         )
         lines += [
-            f"The core-wall candidate `{name}` (MLP 64-{cand['hidden']}-10 on "
-            f"{cand['n_samples']} digits, {_loss_words(cand)}, $\\mathrm{{lr}} = "
+            f"The core-wall candidate `{name}` ({_network_words(cand)}, "
+            f"{_loss_words(cand)}, $\\mathrm{{lr}} = "
             f"{cand['lr']:g}$, Adam's eps {cand['eps']:g}"
             + (
                 f", decoupled weight decay {cand['weight_decay']:g}"
