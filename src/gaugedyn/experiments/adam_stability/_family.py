@@ -293,7 +293,8 @@ constraints (177 and 353 parameters for 256 targets; here 258 for 2,304 logit co
 A teacher's softmax keeps that realizability and gives the confident cross-entropy's core and
 wall along a margin (the targets' other classes at about ``e^-9``). Teacher-student, so not
 the second family of Build 4 (`CANDIDATES`), a core-wall candidate only. Seven diagnostic
-cells (`_family_wall.DIAGNOSTICS`' last seven), the same gate."""
+cells (`_family_wall.DIAGNOSTICS`' last seven), the same gate. It was stopped on them
+(`WALL_STOPPED`: every run quiet, the KL creeping down slowly instead of collapsing)."""
 WALL_ROWS = (0.3, 0.2, 0.1)
 """The core-wall candidates' declared rows: those of `ROWS` whose edges the diagnostics place
 inside `COLUMNS` at a cost the session's two cores can pay (the row 0.3's edge lies between
@@ -331,6 +332,10 @@ WALL_STOPPED: dict[str, str] = (
         "digits_ce_wd07": "stopped on its declared diagnostics, not piloted: no diagnostic cell "
         "with half its runs spiky, the loss on the rows 0.2 and 0.1 still falling at the end of "
         "every run"
+    }
+    | {
+        "teacher_kl": "stopped on its declared diagnostics, not piloted: no diagnostic cell "
+        "spiky, the KL still creeping down at a noisy level, no collapse onto the exact fit"
     }
     | {
         "digits_ls3_w8": "stopped on its declared diagnostics, not piloted: no diagnostic cell "

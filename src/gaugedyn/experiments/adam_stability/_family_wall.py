@@ -222,7 +222,8 @@ def diagnostics_markdown(rows: list[dict[str, Any]]) -> list[str]:
         "`digits_ce`'s network and data (64-32-10, 64 images, lr 0.01 unless the set-up names "
         "others) with the accurate "
         "cross-entropy (set-ups named smoothing: the label-smoothed cross-entropy less its "
-        "minimum, KL(q || p), `_batched.smoothed_kl`), 8 seeds a cell; the settled window's statuses, the medians over seeds "
+        "minimum, KL(q || p), `_batched.smoothed_kl`; teacher KL: `teacher_kl`'s 20-8-10 "
+        "students on a ReLU teacher's softmax, KL(q || p), `_batched.TeacherKLMLP`), 8 seeds a cell; the settled window's statuses, the medians over seeds "
         "of the settled median log10 loss and of the largest rise (decades), and the median "
         "log10 loss over each tenth of the run (first to last, median over seeds):",
         "",
