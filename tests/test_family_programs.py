@@ -140,15 +140,23 @@ def test_the_quartic_autoencoder_is_the_fourth_power_with_its_exact_gradient():
 
 
 @pytest.mark.parametrize(
-    "task,hidden", [("digits_lowrank", 2), ("digits_white_mse", 8), ("digits_tied_ae", 2)]
+    "task,hidden",
+    [
+        ("digits_lowrank", 2),
+        ("digits_white_mse", 8),
+        ("digits_tied_ae", 2),
+        ("gauss_memo", 8),
+        ("digits_pc_memo", 8),
+    ],
 )
 def test_a_copys_run_does_not_depend_on_the_copies_beside_it(task, hidden):
     seeds = [5, 6, 7]
     betas = (np.array([0.8, 0.9, 0.95]), np.array([0.99, 0.9, 0.999]))
-    together = _batched.task_model(task, 3, seeds, 16, hidden=hidden)
+    n = 24 if task == "digits_pc_memo" else 16  # more images than its 20 components
+    together = _batched.task_model(task, 3, seeds, n, hidden=hidden)
     blocks, _ = _batched.adam_steps(together, 1e-2, *betas, 40, 1)
     for i in range(3):
-        alone = _batched.task_model(task, 1, seeds[i : i + 1], 16, hidden=hidden)
+        alone = _batched.task_model(task, 1, seeds[i : i + 1], n, hidden=hidden)
         own, _ = _batched.adam_steps(alone, 1e-2, betas[0][i], betas[1][i], 40, 1)
         np.testing.assert_allclose(own[0].median, blocks[i].median, rtol=0, atol=1e-9)
         for p, q in zip(alone.params, together.params):
@@ -222,3 +230,85 @@ def test_a_detector_cell_runs_the_seeds_it_names():
     stored = [z for z in fp.stored()["detector_reading"] if "seeds" not in z]
     assert stored and all(len(z["status"]) == fp.DIAGNOSTIC_SEEDS for z in stored)
     assert "seeds |" not in fp.detector_markdown(stored[:1])[-1]
+
+
+def test_memorisation_task_is_the_students_squared_error_on_random_targets():
+    """``gauss_memo``: the teacher tasks' student and initialisation on i.i.d. Gaussian inputs
+    with i.i.d. Gaussian targets (no teacher) from the data seed; its hand-written gradient is
+    autograd's, at the initialisation and far from it; an exact zero-loss fit exists."""
+    m = _batched.task_model("gauss_memo", 3, [1, 2, 3], 12, data_seed=7, hidden=8)
+    assert isinstance(m, _batched.GaussianMemorisationMLP)
+    assert [tuple(p.shape) for p in m.params] == [(3, 20, 8), (3, 1, 8), (3, 8, 1), (3, 1, 1)]
+    X, y = _batched.memorisation_data(12, 7)
+    torch.testing.assert_close(m.X, X)
+    torch.testing.assert_close(m.y, y)
+    assert X.shape == (12, 20) and y.shape == (12, 1)
+    other = _batched.memorisation_data(12, 8)
+    assert not torch.equal(other[0], X) and not torch.equal(other[1], y)
+    # the targets are not the teacher's outputs on these inputs
+    teacher = _batched.BatchedMLP("teacher_mse", 3, [1, 2, 3], 12, data_seed=7, hidden=8)
+    assert not torch.allclose(teacher.y, y)
+    for p, q in zip(m.params, teacher.params):
+        torch.testing.assert_close(p, q)  # the student's own initialisation
+    g = torch.Generator().manual_seed(0)
+    far = [(torch.randn(p.shape, generator=g, dtype=torch.float64)) for p in m.params]
+    for ps in (m.params, far):
+        mine = [p.detach().clone().requires_grad_(True) for p in ps]
+        L = m.losses(mine)
+        want = torch.autograd.grad(L.sum(), mine)
+        got_L, got = m.losses_and_grads(ps)
+        torch.testing.assert_close(got_L, L.detach(), rtol=1e-13, atol=0)
+        for a, b in zip(got, want):
+            assert a.shape == b.shape
+            torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-15)
+    # the loss by its definition: half the mean squared error over the inputs
+    W1, b1, W2, b2 = (p.detach()[1].numpy() for p in m.params)
+    r = np.maximum(X.numpy() @ W1 + b1, 0) @ W2 + b2 - y.numpy()
+    np.testing.assert_allclose(m.losses()[1].item(), 0.5 * (r**2).mean(), rtol=1e-12)
+    # interpolation: with the first layer fixed, the last layer solves the 8 hidden units plus
+    # the bias for 9 inputs exactly (a zero-loss minimum)
+    small = _batched.task_model("gauss_memo", 1, [4], 9, data_seed=3, hidden=8)
+    W1, b1 = (p.detach()[0] for p in small.params[:2])
+    H = torch.cat([torch.relu(small.X @ W1 + b1), torch.ones(9, 1, dtype=torch.float64)], 1)
+    sol = torch.linalg.solve(H, small.y)
+    fit = [W1[None], b1[None], sol[None, :8], sol[None, 8:]]
+    assert small.losses(fit).item() < 1e-26
+    with pytest.raises(InputError, match="task='teacher_mse' is not allowed"):
+        _batched.GaussianMemorisationMLP("teacher_mse", 1, [0], 8, hidden=8)
+    with pytest.raises(InputError, match="hidden=None is not allowed"):
+        _batched.GaussianMemorisationMLP("gauss_memo", 1, [0], 8)
+    with pytest.raises(InputError, match="n_samples=0 is not allowed"):
+        _batched.memorisation_data(0, 1)
+
+
+def test_the_digits_memorisation_task_is_gauss_memo_on_whitened_principal_components():
+    """``digits_pc_memo``: `gauss_memo`'s student, initialisation and targets, its inputs the
+    digits' top 20 principal components whitened (Gram matrix n times the identity, the
+    centred images' top directions); its hand-written gradient is autograd's."""
+    X = _batched.digit_components(40).numpy()
+    assert X.shape == (40, 20)
+    np.testing.assert_allclose(X.T @ X, 40 * np.eye(20), atol=1e-9)
+    raw = load_digits()[0][:40]
+    raw = raw - raw.mean(0)
+    U = np.linalg.svd(raw, full_matrices=False)[0][:, :20]
+    np.testing.assert_allclose(X @ X.T / 40, U @ U.T, atol=1e-10)  # the same subspace
+    m = _batched.task_model("digits_pc_memo", 2, [1, 2], 40, data_seed=5, hidden=8)
+    ref = _batched.task_model("gauss_memo", 2, [1, 2], 40, data_seed=5, hidden=8)
+    assert isinstance(m, _batched.DigitsMemorisationMLP)
+    torch.testing.assert_close(m.X, torch.as_tensor(X))
+    torch.testing.assert_close(m.y, ref.y)  # the same random targets
+    for p, q in zip(m.params, ref.params):
+        torch.testing.assert_close(p, q)
+    g = torch.Generator().manual_seed(2)
+    far = [torch.randn(p.shape, generator=g, dtype=torch.float64) for p in m.params]
+    mine = [p.clone().requires_grad_(True) for p in far]
+    want = torch.autograd.grad(m.losses(mine).sum(), mine)
+    _, got = m.losses_and_grads(far)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-15)
+    with pytest.raises(InputError, match="n_samples=20 is not allowed"):
+        _batched.digit_components(20)
+    with pytest.raises(InputError, match="task='gauss_memo' is not allowed"):
+        _batched.DigitsMemorisationMLP("gauss_memo", 1, [0], 40, hidden=8)
+    with pytest.raises(InputError, match="hidden=None is not allowed"):
+        _batched.DigitsMemorisationMLP("digits_pc_memo", 1, [0], 40)

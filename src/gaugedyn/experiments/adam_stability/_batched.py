@@ -721,11 +721,99 @@ class TeacherKLMLP(BatchedMLP):
         return L.detach(), list(torch.autograd.grad(L.sum(), mine))
 
 
+MEMORISATION_TASKS = ("gauss_memo",)
+"""The second network family's memorisation task (`GaussianMemorisationMLP`): one output,
+isotropic Gaussian inputs, targets no network generated."""
+MEMORISATION_DIM = 20
+"""Input dimension of `memorisation_data()` (the teacher tasks' ``D``)."""
+
+
+def memorisation_data(n_samples: int, seed: int, dtype=torch.float64):
+    """``(X, y)`` of the memorisation task: ``n_samples`` inputs i.i.d. standard normal in
+    `MEMORISATION_DIM` dimensions, shape ``(n, 20)``, and one target per input i.i.d. standard
+    normal, shape ``(n, 1)``, drawn independently of the inputs (random labels: no teacher,
+    no function of ``X``), both from one generator seeded ``seed`` (inputs first, as the
+    teacher tasks draw theirs)."""
+    n = int(n_samples)
+    if n < 1:
+        raise InputError(f"n_samples={n_samples!r} is not allowed; give at least 1 input")
+    g = torch.Generator().manual_seed(int(seed))
+    X = torch.randn(n, MEMORISATION_DIM, generator=g, dtype=dtype)
+    return X, torch.randn(n, 1, generator=g, dtype=dtype)
+
+
+class GaussianMemorisationMLP(BatchedMLP):
+    """``gauss_memo``: the teacher tasks' student (`BatchedMLP`, 20-``hidden``-1 ReLU, half the
+    mean squared error, the same initialisation per seed and the same hand-written gradient,
+    `mse_losses_and_grads()`) fitted to `memorisation_data()` (drawn from ``data_seed``, as the
+    teacher's data are) instead of a teacher's outputs: targets no network generated, which a
+    student with more parameters than inputs (width 8: 177 for 64 or 128 inputs) can
+    interpolate, so its loss has exact zero-loss minima, as the teacher tasks' has."""
+
+    def __init__(self, task: str, B: int, seeds, n_samples: int = 64, dtype=torch.float64,
+                 data_seed: int = 0, hidden: int | None = None, device: str = "cpu"):  # fmt: skip
+        if task not in MEMORISATION_TASKS:
+            raise InputError(
+                f"task={task!r} is not allowed; choose one of {list(MEMORISATION_TASKS)}"
+            )
+        if hidden is None:
+            raise InputError("hidden=None is not allowed; give the student's width")
+        # the teacher task's student shapes (20, hidden, 1) and initialisation; its data replaced
+        super().__init__("teacher_mse", B, seeds, 1, dtype, data_seed, hidden, device)
+        self.task = task
+        X, y = memorisation_data(n_samples, data_seed, dtype)
+        self.X, self.y = X.to(device), y.to(device)
+
+
+DIGITS_MEMO_TASKS = ("digits_pc_memo",)
+"""The memorisation task on real inputs (`DigitsMemorisationMLP`)."""
+
+
+def digit_components(n_samples: int, dtype=torch.float64) -> torch.Tensor:
+    """The first ``n_samples`` digits images (`gaugedyn.training.load_digits()`), centred over
+    those images, projected on their top `MEMORISATION_DIM` principal components and whitened:
+    with the centred images ``X = U S V^T`` (thin SVD), ``sqrt(n) U[:, :20]``, shape ``(n,
+    20)``, whose Gram matrix over the images is ``n`` times the identity (every component of
+    unit variance over the images): real inputs as well conditioned as isotropic Gaussians."""
+    n, k = int(n_samples), MEMORISATION_DIM
+    X, _ = load_digits()
+    if not k < n <= len(X):
+        raise InputError(f"n_samples={n_samples!r} is not allowed; give {k} < n <= {len(X)}")
+    Xc = X[:n] - X[:n].mean(0)
+    U, s, _ = np.linalg.svd(Xc, full_matrices=False)
+    if s[k - 1] <= 1e-8 * s[0]:
+        raise InputError(
+            f"n_samples={n_samples!r} is not allowed: the images span fewer than {k} directions"
+        )
+    return torch.as_tensor(math.sqrt(n) * U[:, :k], dtype=dtype)
+
+
+class DigitsMemorisationMLP(BatchedMLP):
+    """``digits_pc_memo``: `GaussianMemorisationMLP` with its inputs replaced by real ones, the
+    digits' top principal components whitened (`digit_components()`): the same student and
+    initialisation, and the same targets (`memorisation_data()`'s, drawn from ``data_seed``),
+    i.i.d. standard normal, one per image."""
+
+    def __init__(self, task: str, B: int, seeds, n_samples: int = 64, dtype=torch.float64,
+                 data_seed: int = 0, hidden: int | None = None, device: str = "cpu"):  # fmt: skip
+        if task not in DIGITS_MEMO_TASKS:
+            raise InputError(
+                f"task={task!r} is not allowed; choose one of {list(DIGITS_MEMO_TASKS)}"
+            )
+        if hidden is None:
+            raise InputError("hidden=None is not allowed; give the student's width")
+        super().__init__("teacher_mse", B, seeds, 1, dtype, data_seed, hidden, device)
+        self.task = task
+        _, y = memorisation_data(n_samples, data_seed, dtype)
+        self.X, self.y = digit_components(n_samples, dtype).to(device), y.to(device)
+
+
 def task_model(task: str, *args, **kwargs):
     """The batched model of ``task``: `WhitenedDigitsMLP` for `WHITENED_TASKS`,
     `DigitsFactorisation` for `FACTORISATION_TASKS`, `DigitsTiedAutoencoder` for
     `TIED_TASKS`, `SmoothedDigitsMLP` for `SMOOTHED_TASKS`, `TeacherKLMLP` for
-    `TEACHER_KL_TASKS`, else `BatchedMLP` (same arguments)."""
+    `TEACHER_KL_TASKS`, `GaussianMemorisationMLP` for `MEMORISATION_TASKS`,
+    `DigitsMemorisationMLP` for `DIGITS_MEMO_TASKS`, else `BatchedMLP` (same arguments)."""
     if task in WHITENED_TASKS:
         return WhitenedDigitsMLP(task, *args, **kwargs)
     if task in FACTORISATION_TASKS:
@@ -736,4 +824,8 @@ def task_model(task: str, *args, **kwargs):
         return SmoothedDigitsMLP(task, *args, **kwargs)
     if task in TEACHER_KL_TASKS:
         return TeacherKLMLP(task, *args, **kwargs)
+    if task in MEMORISATION_TASKS:
+        return GaussianMemorisationMLP(task, *args, **kwargs)
+    if task in DIGITS_MEMO_TASKS:
+        return DigitsMemorisationMLP(task, *args, **kwargs)
     return BatchedMLP(task, *args, **kwargs)
