@@ -289,6 +289,7 @@ def test_the_later_core_wall_candidates_scan_only_clear_of_the_divergence_line(
         "digits_ls3_lr3",
         "digits_ce_wd07",
         "teacher_kl",
+        "gauss_ls3",
     ]
     for name in later:
         for a in _family.WALL_ROWS:
@@ -538,3 +539,43 @@ def test_the_teacher_kl_task_is_realizable_and_its_loss_the_soft_kl():
         TeacherKLMLP("teacher_mse", 1, [0])
     with pytest.raises(InputError, match="n_samples=1 is not allowed"):
         teacher_soft_targets(1, 0)
+
+
+def test_the_binary_smoothed_task_is_gauss_memo_s_students_under_a_smoothed_binary_kl():
+    """`GaussianSmoothedMLP`: ``gauss_memo``'s inputs and initialisation, labels the signs of
+    its targets; the loss is the two-class `smoothed_kl` of the logits ``(0, z)``, equal to the
+    binary KL written out; 0 with zero gradient exactly where every margin is ``log((1 -
+    delta) / delta)`` (the student's output bias set so on one input); bad input refused."""
+    from gaugedyn.experiments.adam_stability._batched import (
+        GAUSS_SMOOTHED_TASKS,
+        GaussianMemorisationMLP,
+        GaussianSmoothedMLP,
+        task_model,
+    )
+
+    m = task_model("gauss_ls3", 2, [5, 6], 64, data_seed=3, hidden=8)
+    ref = GaussianMemorisationMLP("gauss_memo", 2, [5, 6], 64, data_seed=3, hidden=8)
+    assert isinstance(m, GaussianSmoothedMLP) and torch.equal(m.X, ref.X)
+    assert torch.equal(m.y, (ref.y[:, 0] > 0).long()) and 0 < int(m.y.sum()) < 64
+    for p, q in zip(m.params, ref.params):
+        assert torch.equal(p, q)
+    d = GAUSS_SMOOTHED_TASKS["gauss_ls3"]
+    W1, b1, W2, b2 = (p.detach() for p in m.params)
+    z = (torch.relu(m.X @ W1 + b1) @ W2 + b2)[..., 0]
+    q1 = (1 - d) * (m.y == 1).double() + d * (m.y == 0).double()
+    p1 = torch.sigmoid(z)
+    want = (q1 * torch.log(q1 / p1) + (1 - q1) * torch.log((1 - q1) / (1 - p1))).mean(-1)
+    torch.testing.assert_close(m.losses().detach(), want, rtol=1e-9, atol=1e-15)
+    one = GaussianSmoothedMLP("gauss_ls3", 1, [0], 1, data_seed=3, hidden=4)
+    sign = 1.0 if int(one.y[0]) == 1 else -1.0
+    at = [torch.zeros_like(p) for p in one.params]
+    at[3] = torch.full_like(at[3], sign * math.log((1 - d) / d)).requires_grad_(True)
+    L = one.losses(at)
+    assert float(L.detach()[0]) < 1e-28
+    (g,) = torch.autograd.grad(L.sum(), [at[3]])
+    assert float(g.abs().max()) < 1e-15
+    assert float(one.losses([*at[:3], at[3].detach() + 0.1]).detach()[0]) > 1e-6
+    with pytest.raises(InputError, match="task='gauss_memo' is not allowed"):
+        GaussianSmoothedMLP("gauss_memo", 1, [0], hidden=8)
+    with pytest.raises(InputError, match="hidden=None is not allowed"):
+        GaussianSmoothedMLP("gauss_ls3", 1, [0])

@@ -808,12 +808,57 @@ class DigitsMemorisationMLP(BatchedMLP):
         self.X, self.y = digit_components(n_samples, dtype).to(device), y.to(device)
 
 
+GAUSS_SMOOTHED_TASKS = {"gauss_ls3": 1e-3}
+"""The binary label-smoothed memorisation tasks and their smoothing ``delta``
+(`GaussianSmoothedMLP`)."""
+
+
+class GaussianSmoothedMLP(BatchedMLP):
+    """``gauss_ls3``: `GaussianMemorisationMLP`'s students (20-``hidden``-1 ReLU, the teacher
+    tasks' initialisation) and inputs under a confident binary cross-entropy with an exact
+    minimum: each input's label is the sign of its `memorisation_data()` target (random labels,
+    no function of the inputs), smoothed to ``1 - delta`` (``GAUSS_SMOOTHED_TASKS[task]``), the
+    output ``z`` the logit of class 1 against class 0; read as its excess over its minimum,
+    `smoothed_kl()` of the logits ``(0, z)``, which is 0 exactly where every margin is
+    ``log((1 - delta) / delta)`` (6.9 at ``1e-3``), with zero gradient. A student with more
+    parameters than inputs (177 for 64 at width 8) can interpolate those margins, as
+    ``gauss_memo``'s interpolates its targets. Gradients by autograd on `losses()`."""
+
+    def __init__(self, task: str, B: int, seeds, n_samples: int = 64, dtype=torch.float64,
+                 data_seed: int = 0, hidden: int | None = None, device: str = "cpu"):  # fmt: skip
+        if task not in GAUSS_SMOOTHED_TASKS:
+            raise InputError(
+                f"task={task!r} is not allowed; choose one of {list(GAUSS_SMOOTHED_TASKS)}"
+            )
+        if hidden is None:
+            raise InputError("hidden=None is not allowed; give the student's width")
+        # the teacher task's student shapes (20, hidden, 1) and initialisation; its data replaced
+        super().__init__("teacher_mse", B, seeds, 1, dtype, data_seed, hidden, device)
+        self.task = task
+        self.delta = GAUSS_SMOOTHED_TASKS[task]
+        X, y = memorisation_data(n_samples, data_seed, dtype)
+        self.X, self.y = X.to(device), (y[:, 0] > 0).long().to(device)
+
+    def losses(self, params=None) -> torch.Tensor:
+        """Per-copy full-batch `smoothed_kl()` of the logits ``(0, z)``, shape ``(B,)``."""
+        W1, b1, W2, b2 = self.params if params is None else params
+        z = torch.relu(self.X @ W1 + b1) @ W2 + b2
+        return smoothed_kl(torch.cat([torch.zeros_like(z), z], dim=-1), self.y, self.delta)
+
+    def losses_and_grads(self, params) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Per-copy loss ``(B,)`` and each copy's gradient of its own loss (autograd)."""
+        mine = [p.detach().requires_grad_(True) for p in params]
+        L = self.losses(mine)
+        return L.detach(), list(torch.autograd.grad(L.sum(), mine))
+
+
 def task_model(task: str, *args, **kwargs):
     """The batched model of ``task``: `WhitenedDigitsMLP` for `WHITENED_TASKS`,
     `DigitsFactorisation` for `FACTORISATION_TASKS`, `DigitsTiedAutoencoder` for
     `TIED_TASKS`, `SmoothedDigitsMLP` for `SMOOTHED_TASKS`, `TeacherKLMLP` for
     `TEACHER_KL_TASKS`, `GaussianMemorisationMLP` for `MEMORISATION_TASKS`,
-    `DigitsMemorisationMLP` for `DIGITS_MEMO_TASKS`, else `BatchedMLP` (same arguments)."""
+    `DigitsMemorisationMLP` for `DIGITS_MEMO_TASKS`, `GaussianSmoothedMLP` for
+    `GAUSS_SMOOTHED_TASKS`, else `BatchedMLP` (same arguments)."""
     if task in WHITENED_TASKS:
         return WhitenedDigitsMLP(task, *args, **kwargs)
     if task in FACTORISATION_TASKS:
@@ -824,6 +869,8 @@ def task_model(task: str, *args, **kwargs):
         return SmoothedDigitsMLP(task, *args, **kwargs)
     if task in TEACHER_KL_TASKS:
         return TeacherKLMLP(task, *args, **kwargs)
+    if task in GAUSS_SMOOTHED_TASKS:
+        return GaussianSmoothedMLP(task, *args, **kwargs)
     if task in MEMORISATION_TASKS:
         return GaussianMemorisationMLP(task, *args, **kwargs)
     if task in DIGITS_MEMO_TASKS:

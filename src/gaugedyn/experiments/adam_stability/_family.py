@@ -203,6 +203,7 @@ WALL_CANDIDATES: dict[str, dict[str, Any]] = {
         "weight_decay": 0.7,
     },
     "teacher_kl": {"task": "teacher_kl", "hidden": 8, "n_samples": 256, "lr": 1e-2, "eps": 1e-8},
+    "gauss_ls3": {"task": "gauss_ls3", "hidden": 8, "n_samples": 64, "lr": 1e-2, "eps": 1e-8},
 }
 """The core-wall candidates (issue 42, Build 5), declared before their pilot on the cheap
 diagnostics of ``docs/adam-stability.md`` ("What a confident cross-entropy task needs"): a
@@ -334,7 +335,20 @@ A teacher's softmax keeps that realizability and gives the confident cross-entro
 wall along a margin (the targets' other classes at about ``e^-9``). Teacher-student, so not
 the second family of Build 4 (`CANDIDATES`), a core-wall candidate only. Seven diagnostic
 cells (`_family_wall.DIAGNOSTICS`' last seven), the same gate. It was stopped on them
-(`WALL_STOPPED`: every run quiet, the KL creeping down slowly instead of collapsing)."""
+(`WALL_STOPPED`: every run quiet, the KL creeping down slowly instead of collapsing).
+
+Declared after it and after the second family's pilot (p42g, ``family_pilot.json``), before
+any run of its own: ``gauss_ls3`` (`_batched.GaussianSmoothedMLP`), ``gauss_memo``'s students
+(20-8-1 ReLU, 177 parameters) and 64 Gaussian inputs under a confident binary cross-entropy
+with an exact minimum: random labels (the signs of ``gauss_memo``'s targets) smoothed to
+0.999, read as ``KL(q || p)``, zero exactly where every margin is ``log 999`` (6.9);
+``lr = 1e-2``, ``eps = 1e-8``. The reason, from the stored data: ``gauss_memo``, the
+mean-squared memorisation of random targets on these students and inputs, collapses and spikes
+with a settled edge in 8 of its 9 rows, where every digits set-up hovers and ``teacher_kl``
+(ten outputs, 2,304 constraints for 258 parameters) creeps; ``gauss_ls3`` keeps
+``gauss_memo``'s proportions (one margin per input, 177 parameters for 64) and changes only
+the loss, to the confident cross-entropy's core and wall along each margin. The same seven
+diagnostic cells as ``teacher_kl`` (`_family_wall.DIAGNOSTICS`' last seven), the same gate."""
 WALL_ROWS = (0.3, 0.2, 0.1)
 """The core-wall candidates' declared rows: those of `ROWS` whose edges the diagnostics place
 inside `COLUMNS` at a cost the session's two cores can pay (the row 0.3's edge lies between
@@ -401,6 +415,10 @@ NETWORKS = {
     "digits_ce": "MLP 64-{hidden}-10 on {n_samples} digits",
     "digits_mse": "MLP 64-{hidden}-10 on {n_samples} digits",
     "gauss_memo": "MLP 20-{hidden}-1 on {n_samples} Gaussian inputs",
+    "digits_ls3": "MLP 64-{hidden}-10 on {n_samples} digits",
+    "digits_ls2": "MLP 64-{hidden}-10 on {n_samples} digits",
+    "teacher_kl": "MLP 20-{hidden}-10 on {n_samples} Gaussian inputs",
+    "gauss_ls3": "MLP 20-{hidden}-1 on {n_samples} Gaussian inputs",
 }
 """The network and data of each ``_batched`` task a candidate may name, in words (the pilot's
 tables; filled with the candidate's ``hidden`` and ``n_samples``)."""

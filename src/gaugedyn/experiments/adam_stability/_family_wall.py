@@ -129,6 +129,13 @@ DIAGNOSTICS = (
     ("teacher KL, eps 1e-8", 0.1, 10**-1.5, 1e-8, 0.0, 1e-2, "teacher_kl"),
     ("teacher KL, eps 1e-8", 0.1, 0.01, 1e-8, 0.0, 1e-2, "teacher_kl"),
     ("teacher KL, eps 1e-8", 0.1, 10**-2.5, 1e-8, 0.0, 1e-2, "teacher_kl"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.3, 10**-1.5, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.3, 0.01, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.2, 10**-1.5, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.2, 0.01, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.1, 10**-1.5, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.1, 0.01, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.1, 10**-2.5, 1e-8, 0.0, 1e-2, "gauss_ls3"),
 )
 """The diagnostic cells (`diagnostics()`): ``(label, 1 - beta1, 1 - beta2, eps, weight
 decay[, lr[, candidate]])``: the named candidate's network, data and loss
@@ -150,10 +157,11 @@ and ``digits_ce_wd05`` before any run of theirs (`_family.WALL_CANDIDATES`): row
 0.1 below `_family.WALL_TOP`, two columns on the rows 0.3 and 0.1 (whether a spiky cell lies
 below a quiet one); the next ten, the same five cells each, with ``digits_ls3_w8`` and
 ``digits_ls3_lr3`` before any run of theirs, the next five, the same cells, with
-``digits_ce_wd07`` before any run of its own, and the last seven with ``teacher_kl`` before
-any run of its own: the same five and the rows 0.2 and 0.1 at ``1 - beta2`` 0.01 and
-10^-2.5 (where the teacher tasks' edges, ``C (1 - beta1)`` with ``C`` about 0.035-0.06, put
-spiky cells below quiet ones)."""
+``digits_ce_wd07`` before any run of its own, the next seven with ``teacher_kl`` before any
+run of its own (the same five and the rows 0.2 and 0.1 at ``1 - beta2`` 0.01 and 10^-2.5,
+where the teacher tasks' edges, ``C (1 - beta1)`` with ``C`` about 0.035-0.06, put spiky
+cells below quiet ones), and the last seven, the same cells, with ``gauss_ls3`` before any
+run of its own."""
 DIAGNOSTIC_TRACE = 10
 """Each diagnostic run's ``log10`` loss is kept as the median over each tenth of the run."""
 
@@ -223,7 +231,9 @@ def diagnostics_markdown(rows: list[dict[str, Any]]) -> list[str]:
         "others) with the accurate "
         "cross-entropy (set-ups named smoothing: the label-smoothed cross-entropy less its "
         "minimum, KL(q || p), `_batched.smoothed_kl`; teacher KL: `teacher_kl`'s 20-8-10 "
-        "students on a ReLU teacher's softmax, KL(q || p), `_batched.TeacherKLMLP`), 8 seeds a cell; the settled window's statuses, the medians over seeds "
+        "students on a ReLU teacher's softmax, KL(q || p), `_batched.TeacherKLMLP`; binary "
+        "smoothing: `gauss_ls3`'s 20-8-1 students on 64 Gaussian inputs, random labels, KL, "
+        "`_batched.GaussianSmoothedMLP`), 8 seeds a cell; the settled window's statuses, the medians over seeds "
         "of the settled median log10 loss and of the largest rise (decades), and the median "
         "log10 loss over each tenth of the run (first to last, median over seeds):",
         "",
@@ -247,18 +257,28 @@ def diagnostics_markdown(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _network_words(cand: dict[str, Any]) -> str:
-    """A core-wall candidate's network and data, in words."""
-    from ._batched import TEACHER_KL_TASKS
+    """A core-wall candidate's network and data, in words (`_family.NETWORKS`)."""
+    from ._family import NETWORKS
 
-    if cand["task"] in TEACHER_KL_TASKS:
-        return f"MLP 20-{cand['hidden']}-10 on {cand['n_samples']} Gaussian inputs"
-    return f"MLP 64-{cand['hidden']}-10 on {cand['n_samples']} digits"
+    return NETWORKS[cand["task"]].format(**cand)
 
 
 def _loss_words(cand: dict[str, Any]) -> str:
     """The loss a core-wall candidate's detector reads, in words."""
-    from ._batched import SMOOTHED_TASKS, TEACHER_KL_MARGIN, TEACHER_KL_TASKS, TEACHER_KL_WIDTH
+    from ._batched import (
+        GAUSS_SMOOTHED_TASKS,
+        SMOOTHED_TASKS,
+        TEACHER_KL_MARGIN,
+        TEACHER_KL_TASKS,
+        TEACHER_KL_WIDTH,
+    )
 
+    if cand["task"] in GAUSS_SMOOTHED_TASKS:
+        return (
+            f"binary cross-entropy to random labels smoothed by "
+            f"{GAUSS_SMOOTHED_TASKS[cand['task']]:g}, read as its excess over its minimum, "
+            "KL(q || p)"
+        )
     if cand["task"] in TEACHER_KL_TASKS:
         return (
             f"cross-entropy to the softmax of a 20-{TEACHER_KL_WIDTH}-10 ReLU teacher (median "
@@ -274,9 +294,10 @@ def _loss_words(cand: dict[str, Any]) -> str:
 
 def _loss_symbol(cand: dict[str, Any]) -> str:
     """``KL`` for a label-smoothed candidate (its loss reading), else ``loss``."""
-    from ._batched import SMOOTHED_TASKS, TEACHER_KL_TASKS
+    from ._batched import GAUSS_SMOOTHED_TASKS, SMOOTHED_TASKS, TEACHER_KL_TASKS
 
-    return "KL" if cand["task"] in (*SMOOTHED_TASKS, *TEACHER_KL_TASKS) else "loss"
+    kl = (*SMOOTHED_TASKS, *TEACHER_KL_TASKS, *GAUSS_SMOOTHED_TASKS)
+    return "KL" if cand["task"] in kl else "loss"
 
 
 def wall_summary(name: str, pilot: dict[str, Any]) -> dict[str, Any]:
