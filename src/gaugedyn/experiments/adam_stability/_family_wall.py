@@ -136,6 +136,11 @@ DIAGNOSTICS = (
     ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.1, 10**-1.5, 1e-8, 0.0, 1e-2, "gauss_ls3"),
     ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.1, 0.01, 1e-8, 0.0, 1e-2, "gauss_ls3"),
     ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.1, 10**-2.5, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.3, 10**-2.5, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.3, 1e-3, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.2, 10**-2.5, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.2, 1e-3, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.1, 1e-3, 1e-8, 0.0, 1e-2, "gauss_ls3"),
 )
 """The diagnostic cells (`diagnostics()`): ``(label, 1 - beta1, 1 - beta2, eps, weight
 decay[, lr[, candidate]])``: the named candidate's network, data and loss
@@ -160,8 +165,9 @@ below a quiet one); the next ten, the same five cells each, with ``digits_ls3_w8
 ``digits_ce_wd07`` before any run of its own, the next seven with ``teacher_kl`` before any
 run of its own (the same five and the rows 0.2 and 0.1 at ``1 - beta2`` 0.01 and 10^-2.5,
 where the teacher tasks' edges, ``C (1 - beta1)`` with ``C`` about 0.035-0.06, put spiky
-cells below quiet ones), and the last seven, the same cells, with ``gauss_ls3`` before any
-run of its own."""
+cells below quiet ones), the next seven, the same cells, with ``gauss_ls3`` before any run
+of its own, and the last five with ``gauss_ls3`` after those seven, before running: the
+rows 0.3 and 0.2 at ``1 - beta2`` 10^-2.5 and 10^-3 and the row 0.1 at 10^-3."""
 DIAGNOSTIC_TRACE = 10
 """Each diagnostic run's ``log10`` loss is kept as the median over each tenth of the run."""
 
