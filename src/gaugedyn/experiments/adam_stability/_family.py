@@ -354,7 +354,11 @@ the largest settled rises grow as ``1 - beta2`` falls (median over seeds about 0
 decades at 10^-1.5, 0.01, 10^-2.5 on the row 0.1) and the row 0.1's cell at 10^-2.5 has 3
 of its 7 judged runs spiky, short of half. Declared after them, before running, five cells
 further down in ``1 - beta2`` (`_family_wall.DIAGNOSTICS`' last five: the rows 0.3 and 0.2
-at 10^-2.5 and 10^-3, the row 0.1 at 10^-3), the gate unchanged."""
+at 10^-2.5 and 10^-3, the row 0.1 at 10^-3), the gate unchanged. They read spiky at 10^-3
+below quiet cells on every row, so ``gauss_ls3`` was piloted: a settled edge on each of the
+rows 0.3, 0.2 and 0.1 (near ``1 - beta2 = 0.002``), every trained run confident, but 7 of its
+208 runs untrained with their settled KL above `confident_level()`, so it fails the property
+as declared (every run confident; `_family_wall.wall_summary`)."""
 WALL_ROWS = (0.3, 0.2, 0.1)
 """The core-wall candidates' declared rows: those of `ROWS` whose edges the diagnostics place
 inside `COLUMNS` at a cost the session's two cores can pay (the row 0.3's edge lies between
