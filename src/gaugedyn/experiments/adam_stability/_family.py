@@ -425,13 +425,16 @@ NETWORKS = {
     "digits_ce": "MLP 64-{hidden}-10 on {n_samples} digits",
     "digits_mse": "MLP 64-{hidden}-10 on {n_samples} digits",
     "gauss_memo": "MLP 20-{hidden}-1 on {n_samples} Gaussian inputs",
+}
+"""The network and data of each ``_batched`` task a candidate may name, in words (the pilot's
+tables; filled with the candidate's ``hidden`` and ``n_samples``)."""
+WALL_NETWORKS = {
     "digits_ls3": "MLP 64-{hidden}-10 on {n_samples} digits",
     "digits_ls2": "MLP 64-{hidden}-10 on {n_samples} digits",
     "teacher_kl": "MLP 20-{hidden}-10 on {n_samples} Gaussian inputs",
     "gauss_ls3": "MLP 20-{hidden}-1 on {n_samples} Gaussian inputs",
 }
-"""The network and data of each ``_batched`` task a candidate may name, in words (the pilot's
-tables; filled with the candidate's ``hidden`` and ``n_samples``)."""
+"""`NETWORKS` of the ``_batched`` tasks only a core-wall candidate names."""
 FIRST_ROWS = (0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01)
 """The family pilot's first grid's rows (history: the four first candidates' stored rows were
 run on it with `FIRST_MIN_ROWS`; quarter-decade columns from 1e-3 to 10^-0.5, the same columns

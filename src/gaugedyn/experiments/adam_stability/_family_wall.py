@@ -263,10 +263,11 @@ def diagnostics_markdown(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _network_words(cand: dict[str, Any]) -> str:
-    """A core-wall candidate's network and data, in words (`_family.NETWORKS`)."""
-    from ._family import NETWORKS
+    """A core-wall candidate's network and data, in words (`_family.NETWORKS`,
+    `_family.WALL_NETWORKS`)."""
+    from ._family import NETWORKS, WALL_NETWORKS
 
-    return NETWORKS[cand["task"]].format(**cand)
+    return (NETWORKS | WALL_NETWORKS)[cand["task"]].format(**cand)
 
 
 def _loss_words(cand: dict[str, Any]) -> str:
