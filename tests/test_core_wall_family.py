@@ -283,6 +283,13 @@ def test_the_later_core_wall_candidates_scan_only_clear_of_the_divergence_line(
         "digits_ce_wd01_lr3",
         "digits_ls3",
         "digits_ls2",
+        "digits_ce_wd03",
+        "digits_ce_wd05",
+        "digits_ls3_w8",
+        "digits_ls3_lr3",
+        "digits_ce_wd07",
+        "teacher_kl",
+        "gauss_ls3",
     ]
     for name in later:
         for a in _family.WALL_ROWS:
@@ -452,3 +459,123 @@ def test_a_candidate_stopped_on_its_diagnostics_is_passed_over_and_its_reading_d
         "eps 1e-08): stopped (2 diagnostic cells, rows 0.3, 0.1: 2 of 16 runs spiky, settled "
         "log10 KL -6.5 to -5, largest settled rise 2.5 decades)."
     ) in text
+
+
+def test_a_stopped_weight_decay_candidate_is_drawn_with_its_own_diagnostic_cells(monkeypatch):
+    """A diagnostic cell names its candidate (stored as ``task``): a stopped weight-decay
+    candidate is drawn with its decay, its loss read as a loss (not a KL) and only the cells
+    that name it, not those of another candidate on the same task program."""
+    monkeypatch.setattr(_family, "WALL_STOPPED", {"digits_ce_wd03": "stopped"})
+
+    def cell(task, a, lv, status):
+        z = {"label": "x", "a": a, "c": 0.01, "eps": 1e-30, "weight_decay": 0.3, "steps": 9,
+             "status": status, "settled_median_log10_loss": [lv] * 8, "max_rise": [0.5] * 8,
+             "trace": [[-3.0] * 10] * 8, "cpu_seconds": 1}  # fmt: skip
+        return z | ({"task": task} if task else {})
+
+    p = _wall_pilot(0) | {
+        "diagnostics": [
+            cell(None, 0.3, -12.0, [1] * 8),
+            cell("digits_ce_wd05", 0.2, -20.0, [1] * 8),
+            cell("digits_ce_wd03", 0.3, -25.0, [0] * 7 + [1]),
+            cell("digits_ce_wd03", 0.1, -27.0, [0] * 8),
+        ]
+    }
+    text = "\n".join(_family_wall.stopped_markdown(p))
+    assert text == (
+        "The core-wall candidate `digits_ce_wd03` (MLP 64-32-10 on 64 digits, cross-entropy, "
+        "$\\mathrm{lr} = 0.01$, Adam's eps 1e-30, decoupled weight decay 0.3): stopped (2 "
+        "diagnostic cells, rows 0.3, 0.1: 1 of 16 runs spiky, settled log10 loss -27 to -25, "
+        "largest settled rise 0.5 decades).\n"
+    )
+
+
+def test_the_teacher_kl_task_is_realizable_and_its_loss_the_soft_kl():
+    """`TeacherKLMLP`: the teacher's median margin is the declared one; a student set to the
+    teacher (its four units, the rest zero) has KL 0 to float64 precision and zero gradient,
+    its random initialisation a positive KL equal to `soft_kl` written out against the
+    targets' own ``-sum q log p - H(q)``; the data and teacher follow ``data_seed``; Adam
+    lowers the loss; the task is `task_model`'s; bad input is refused."""
+    from gaugedyn.experiments.adam_stability._batched import (
+        TEACHER_KL_MARGIN,
+        TEACHER_KL_WIDTH,
+        TeacherKLMLP,
+        soft_kl,
+        task_model,
+        teacher_soft_targets,
+    )
+
+    X, logq, teacher = teacher_soft_targets(256, 7)
+    top = logq.topk(2, dim=-1).values
+    assert float((top[:, 0] - top[:, 1]).median()) == pytest.approx(TEACHER_KL_MARGIN)
+    m = task_model("teacher_kl", 3, [1, 2, 3], 256, data_seed=7, hidden=6)
+    assert isinstance(m, TeacherKLMLP) and torch.equal(m.X, X) and torch.equal(m.logq, logq)
+    assert [tuple(p.shape) for p in m.params] == [(3, 20, 6), (3, 1, 6), (3, 6, 10), (3, 1, 10)]
+    pad = 6 - TEACHER_KL_WIDTH
+    exact = [
+        torch.nn.functional.pad(teacher[0], (0, pad)),
+        torch.nn.functional.pad(teacher[1], (0, pad)),
+        torch.nn.functional.pad(teacher[2], (0, 0, 0, pad)),
+        teacher[3],
+    ]
+    at = [torch.stack([p] * 3).requires_grad_(True) for p in exact]
+    L = m.losses(at)
+    assert float(L.detach().abs().max()) < 1e-28
+    grads = torch.autograd.grad(L.sum(), at)
+    assert max(float(g.abs().max()) for g in grads) < 1e-13
+    L0 = m.losses().detach()
+    W1, b1, W2, b2 = (p.detach() for p in m.params)
+    logp = torch.log_softmax(torch.relu(X @ W1 + b1) @ W2 + b2, dim=-1)
+    q = logq.exp()
+    want = (-(q * logp).sum(-1) + (q * logq).sum(-1)).mean(-1)
+    torch.testing.assert_close(L0, want, rtol=1e-10, atol=0)
+    assert float(L0.min()) > 0
+    torch.testing.assert_close(L0, soft_kl(torch.relu(X @ W1 + b1) @ W2 + b2, logq))
+    other = TeacherKLMLP("teacher_kl", 1, [1], 256, data_seed=8, hidden=6)
+    assert not torch.equal(other.X, X)
+    adam_step_sets(m, 1e-2, 0.9, 0.99, 100, [5])
+    assert float(m.losses().detach().max()) < 0.5 * float(L0.min())
+    with pytest.raises(InputError, match="task='teacher_mse' is not allowed"):
+        TeacherKLMLP("teacher_mse", 1, [0])
+    with pytest.raises(InputError, match="n_samples=1 is not allowed"):
+        teacher_soft_targets(1, 0)
+
+
+def test_the_binary_smoothed_task_is_gauss_memo_s_students_under_a_smoothed_binary_kl():
+    """`GaussianSmoothedMLP`: ``gauss_memo``'s inputs and initialisation, labels the signs of
+    its targets; the loss is the two-class `smoothed_kl` of the logits ``(0, z)``, equal to the
+    binary KL written out; 0 with zero gradient exactly where every margin is ``log((1 -
+    delta) / delta)`` (the student's output bias set so on one input); bad input refused."""
+    from gaugedyn.experiments.adam_stability._batched import (
+        GAUSS_SMOOTHED_TASKS,
+        GaussianMemorisationMLP,
+        GaussianSmoothedMLP,
+        task_model,
+    )
+
+    m = task_model("gauss_ls3", 2, [5, 6], 64, data_seed=3, hidden=8)
+    ref = GaussianMemorisationMLP("gauss_memo", 2, [5, 6], 64, data_seed=3, hidden=8)
+    assert isinstance(m, GaussianSmoothedMLP) and torch.equal(m.X, ref.X)
+    assert torch.equal(m.y, (ref.y[:, 0] > 0).long()) and 0 < int(m.y.sum()) < 64
+    for p, q in zip(m.params, ref.params):
+        assert torch.equal(p, q)
+    d = GAUSS_SMOOTHED_TASKS["gauss_ls3"]
+    W1, b1, W2, b2 = (p.detach() for p in m.params)
+    z = (torch.relu(m.X @ W1 + b1) @ W2 + b2)[..., 0]
+    q1 = (1 - d) * (m.y == 1).double() + d * (m.y == 0).double()
+    p1 = torch.sigmoid(z)
+    want = (q1 * torch.log(q1 / p1) + (1 - q1) * torch.log((1 - q1) / (1 - p1))).mean(-1)
+    torch.testing.assert_close(m.losses().detach(), want, rtol=1e-9, atol=1e-15)
+    one = GaussianSmoothedMLP("gauss_ls3", 1, [0], 1, data_seed=3, hidden=4)
+    sign = 1.0 if int(one.y[0]) == 1 else -1.0
+    at = [torch.zeros_like(p) for p in one.params]
+    at[3] = torch.full_like(at[3], sign * math.log((1 - d) / d)).requires_grad_(True)
+    L = one.losses(at)
+    assert float(L.detach()[0]) < 1e-28
+    (g,) = torch.autograd.grad(L.sum(), [at[3]])
+    assert float(g.abs().max()) < 1e-15
+    assert float(one.losses([*at[:3], at[3].detach() + 0.1]).detach()[0]) > 1e-6
+    with pytest.raises(InputError, match="task='gauss_memo' is not allowed"):
+        GaussianSmoothedMLP("gauss_memo", 1, [0], hidden=8)
+    with pytest.raises(InputError, match="hidden=None is not allowed"):
+        GaussianSmoothedMLP("gauss_ls3", 1, [0])

@@ -89,6 +89,26 @@ def confident_ce(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.logaddexp(torch.zeros_like(rest), rest).mean(-1)
 
 
+def mlp_params(B: int, seeds, dims, dtype, device: str) -> list[torch.Tensor]:
+    """``[W1, b1, W2, b2]`` of ``B`` two-layer MLPs of widths ``dims = (d, h, k)``, copies on
+    axis 0, copy ``i`` drawn from ``seeds[i]`` (on the CPU) uniform within
+    ``torch.nn.Linear``'s default bounds ``1 / sqrt(fan_in)``, each a leaf that requires grad."""
+    d, h, k = dims
+    params = []
+    for s in np.broadcast_to(np.asarray(seeds), (B,)):
+        g = torch.Generator().manual_seed(int(s))
+        lim1, lim2 = 1 / d**0.5, 1 / h**0.5  # torch.nn.Linear's default uniform bounds
+        params.append(
+            [
+                (torch.rand(d, h, generator=g, dtype=dtype) * 2 - 1) * lim1,
+                (torch.rand(1, h, generator=g, dtype=dtype) * 2 - 1) * lim1,
+                (torch.rand(h, k, generator=g, dtype=dtype) * 2 - 1) * lim2,
+                (torch.rand(1, k, generator=g, dtype=dtype) * 2 - 1) * lim2,
+            ]
+        )
+    return [torch.stack([p[i] for p in params]).to(device).requires_grad_(True) for i in range(4)]
+
+
 class BatchedMLP:
     """``B`` two-layer ReLU MLPs ``f(x) = relu(x W1 + b1) W2 + b2`` on shared full-batch data."""
 
@@ -106,21 +126,7 @@ class BatchedMLP:
         self.task = task
         X, y, (d, h, k) = _data(task, n_samples, dtype, data_seed, hidden)
         self.X, self.y = X.to(device), y.to(device)
-        params = []
-        for s in np.broadcast_to(np.asarray(seeds), (B,)):
-            g = torch.Generator().manual_seed(int(s))
-            lim1, lim2 = 1 / d**0.5, 1 / h**0.5  # torch.nn.Linear's default uniform bounds
-            params.append(
-                [
-                    (torch.rand(d, h, generator=g, dtype=dtype) * 2 - 1) * lim1,
-                    (torch.rand(1, h, generator=g, dtype=dtype) * 2 - 1) * lim1,
-                    (torch.rand(h, k, generator=g, dtype=dtype) * 2 - 1) * lim2,
-                    (torch.rand(1, k, generator=g, dtype=dtype) * 2 - 1) * lim2,
-                ]
-            )
-        self.params = [
-            torch.stack([p[i] for p in params]).to(device).requires_grad_(True) for i in range(4)
-        ]
+        self.params = mlp_params(B, seeds, (d, h, k), dtype, device)
 
     def losses(self, params=None) -> torch.Tensor:
         """Per-copy full-batch loss, shape ``(B,)``."""
@@ -610,6 +616,14 @@ def smoothed_kl(logits: torch.Tensor, y: torch.Tensor, delta: float) -> torch.Te
         raise InputError(f"delta={delta!r} is not allowed; give 0 < delta < {(k - 1) / k:g}")
     own = torch.nn.functional.one_hot(y, k).to(logits.dtype)
     logq = own * math.log1p(-delta) + (1 - own) * math.log(delta / (k - 1))
+    return soft_kl(logits, logq)
+
+
+def soft_kl(logits: torch.Tensor, logq: torch.Tensor) -> torch.Tensor:
+    """Mean over the last-but-one axis of ``KL(q || softmax(logits))`` for target
+    log-probabilities ``logq`` (broadcast against ``logits`` ``(..., n, k)``), each row's
+    value as ``sum_j q_j (expm1(u_j) - u_j)``, ``u = log_softmax(logits) - logq``: non-negative
+    terms, accurate near the exact minimum (`smoothed_kl()`)."""
     u = torch.log_softmax(logits, dim=-1) - logq
     return (logq.exp() * (torch.expm1(u) - u)).sum(-1).mean(-1)
 
@@ -635,6 +649,70 @@ class SmoothedDigitsMLP(BatchedMLP):
         """Per-copy full-batch `smoothed_kl()`, shape ``(B,)``."""
         W1, b1, W2, b2 = self.params if params is None else params
         return smoothed_kl(torch.relu(self.X @ W1 + b1) @ W2 + b2, self.y, self.delta)
+
+    def losses_and_grads(self, params) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Per-copy loss ``(B,)`` and each copy's gradient of its own loss (autograd)."""
+        mine = [p.detach().requires_grad_(True) for p in params]
+        L = self.losses(mine)
+        return L.detach(), list(torch.autograd.grad(L.sum(), mine))
+
+
+TEACHER_KL_TASKS = ("teacher_kl",)
+"""The distillation task of a realizable ReLU teacher's softmax (`TeacherKLMLP`)."""
+TEACHER_KL_WIDTH = 4
+"""Hidden width of `TeacherKLMLP`'s teacher (20-4-10, ReLU, no biases)."""
+TEACHER_KL_MARGIN = 9.0
+"""Median over the inputs of the teacher's margin (its largest logit less the second): about
+``digits_ls3``'s label margin, ``log(0.999 * 9 / 0.001)``."""
+
+
+def teacher_soft_targets(n_samples: int, seed: int, dtype=torch.float64):
+    """``(X, logq, teacher)``: ``n_samples`` standard Gaussian inputs in 20 dimensions and the
+    log-softmax of a ReLU teacher's logits ``relu(X V1^T) V2``, ``V1`` ``(4, 20)`` with unit rows
+    and ``V2`` ``(4, 10)`` standard Gaussian (drawn from ``seed``), ``V2`` scaled so that the
+    median margin over the inputs is `TEACHER_KL_MARGIN`; ``teacher`` is ``[W1, b1, W2, b2]``
+    of one 20-4-10 MLP computing those logits exactly (``V1^T``, zero, scaled ``V2``, zero)."""
+    n = int(n_samples)
+    if n < 2:
+        raise InputError(f"n_samples={n_samples!r} is not allowed; give at least 2 inputs")
+    g = torch.Generator().manual_seed(int(seed))
+    V1 = torch.randn(TEACHER_KL_WIDTH, 20, generator=g, dtype=dtype)
+    V1 = V1 / V1.norm(dim=1, keepdim=True)
+    X = torch.randn(n, 20, generator=g, dtype=dtype)
+    V2 = torch.randn(TEACHER_KL_WIDTH, 10, generator=g, dtype=dtype)
+    raw = torch.relu(X @ V1.T) @ V2
+    top = raw.topk(2, dim=-1).values
+    V2 = V2 * (TEACHER_KL_MARGIN / float((top[:, 0] - top[:, 1]).median()))
+    teacher = [V1.T.clone(), torch.zeros(1, TEACHER_KL_WIDTH, dtype=dtype), V2,
+               torch.zeros(1, 10, dtype=dtype)]  # fmt: skip
+    return X, torch.log_softmax(torch.relu(X @ V1.T) @ V2, dim=-1), teacher
+
+
+class TeacherKLMLP(BatchedMLP):
+    """``teacher_kl``: ``B`` students 20-``hidden``-10 (ReLU, `mlp_params()`) trained on the
+    cross-entropy to a ReLU teacher's softmax (`teacher_soft_targets()`, the data and teacher
+    from ``data_seed``), read as its excess over its minimum, `soft_kl()`: confident targets
+    (median margin `TEACHER_KL_MARGIN`) that a student of width at least `TEACHER_KL_WIDTH`
+    fits exactly, with finite logits, loss 0 and zero gradient there, and with fewer
+    parameters than constraints (a realizable fit, as the teacher tasks' students). Gradients
+    by autograd on `losses()`."""
+
+    def __init__(self, task: str, B: int, seeds, n_samples: int = 256, dtype=torch.float64,
+                 data_seed: int = 0, hidden: int | None = None, device: str = "cpu"):  # fmt: skip
+        if task not in TEACHER_KL_TASKS:
+            raise InputError(
+                f"task={task!r} is not allowed; choose one of {list(TEACHER_KL_TASKS)}"
+            )
+        h = 8 if hidden is None else int(hidden)
+        self.task = task
+        X, logq, _ = teacher_soft_targets(n_samples, data_seed, dtype)
+        self.X, self.logq = X.to(device), logq.to(device)
+        self.params = mlp_params(B, seeds, (20, h, 10), dtype, device)
+
+    def losses(self, params=None) -> torch.Tensor:
+        """Per-copy full-batch `soft_kl()`, shape ``(B,)``."""
+        W1, b1, W2, b2 = self.params if params is None else params
+        return soft_kl(torch.relu(self.X @ W1 + b1) @ W2 + b2, self.logq)
 
     def losses_and_grads(self, params) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Per-copy loss ``(B,)`` and each copy's gradient of its own loss (autograd)."""
@@ -730,12 +808,57 @@ class DigitsMemorisationMLP(BatchedMLP):
         self.X, self.y = digit_components(n_samples, dtype).to(device), y.to(device)
 
 
+GAUSS_SMOOTHED_TASKS = {"gauss_ls3": 1e-3}
+"""The binary label-smoothed memorisation tasks and their smoothing ``delta``
+(`GaussianSmoothedMLP`)."""
+
+
+class GaussianSmoothedMLP(BatchedMLP):
+    """``gauss_ls3``: `GaussianMemorisationMLP`'s students (20-``hidden``-1 ReLU, the teacher
+    tasks' initialisation) and inputs under a confident binary cross-entropy with an exact
+    minimum: each input's label is the sign of its `memorisation_data()` target (random labels,
+    no function of the inputs), smoothed to ``1 - delta`` (``GAUSS_SMOOTHED_TASKS[task]``), the
+    output ``z`` the logit of class 1 against class 0; read as its excess over its minimum,
+    `smoothed_kl()` of the logits ``(0, z)``, which is 0 exactly where every margin is
+    ``log((1 - delta) / delta)`` (6.9 at ``1e-3``), with zero gradient. A student with more
+    parameters than inputs (177 for 64 at width 8) can interpolate those margins, as
+    ``gauss_memo``'s interpolates its targets. Gradients by autograd on `losses()`."""
+
+    def __init__(self, task: str, B: int, seeds, n_samples: int = 64, dtype=torch.float64,
+                 data_seed: int = 0, hidden: int | None = None, device: str = "cpu"):  # fmt: skip
+        if task not in GAUSS_SMOOTHED_TASKS:
+            raise InputError(
+                f"task={task!r} is not allowed; choose one of {list(GAUSS_SMOOTHED_TASKS)}"
+            )
+        if hidden is None:
+            raise InputError("hidden=None is not allowed; give the student's width")
+        # the teacher task's student shapes (20, hidden, 1) and initialisation; its data replaced
+        super().__init__("teacher_mse", B, seeds, 1, dtype, data_seed, hidden, device)
+        self.task = task
+        self.delta = GAUSS_SMOOTHED_TASKS[task]
+        X, y = memorisation_data(n_samples, data_seed, dtype)
+        self.X, self.y = X.to(device), (y[:, 0] > 0).long().to(device)
+
+    def losses(self, params=None) -> torch.Tensor:
+        """Per-copy full-batch `smoothed_kl()` of the logits ``(0, z)``, shape ``(B,)``."""
+        W1, b1, W2, b2 = self.params if params is None else params
+        z = torch.relu(self.X @ W1 + b1) @ W2 + b2
+        return smoothed_kl(torch.cat([torch.zeros_like(z), z], dim=-1), self.y, self.delta)
+
+    def losses_and_grads(self, params) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Per-copy loss ``(B,)`` and each copy's gradient of its own loss (autograd)."""
+        mine = [p.detach().requires_grad_(True) for p in params]
+        L = self.losses(mine)
+        return L.detach(), list(torch.autograd.grad(L.sum(), mine))
+
+
 def task_model(task: str, *args, **kwargs):
     """The batched model of ``task``: `WhitenedDigitsMLP` for `WHITENED_TASKS`,
     `DigitsFactorisation` for `FACTORISATION_TASKS`, `DigitsTiedAutoencoder` for
-    `TIED_TASKS`, `SmoothedDigitsMLP` for `SMOOTHED_TASKS`, `GaussianMemorisationMLP` for
-    `MEMORISATION_TASKS`, `DigitsMemorisationMLP` for `DIGITS_MEMO_TASKS`, else `BatchedMLP`
-    (same arguments)."""
+    `TIED_TASKS`, `SmoothedDigitsMLP` for `SMOOTHED_TASKS`, `TeacherKLMLP` for
+    `TEACHER_KL_TASKS`, `GaussianMemorisationMLP` for `MEMORISATION_TASKS`,
+    `DigitsMemorisationMLP` for `DIGITS_MEMO_TASKS`, `GaussianSmoothedMLP` for
+    `GAUSS_SMOOTHED_TASKS`, else `BatchedMLP` (same arguments)."""
     if task in WHITENED_TASKS:
         return WhitenedDigitsMLP(task, *args, **kwargs)
     if task in FACTORISATION_TASKS:
@@ -744,6 +867,10 @@ def task_model(task: str, *args, **kwargs):
         return DigitsTiedAutoencoder(task, *args, **kwargs)
     if task in SMOOTHED_TASKS:
         return SmoothedDigitsMLP(task, *args, **kwargs)
+    if task in TEACHER_KL_TASKS:
+        return TeacherKLMLP(task, *args, **kwargs)
+    if task in GAUSS_SMOOTHED_TASKS:
+        return GaussianSmoothedMLP(task, *args, **kwargs)
     if task in MEMORISATION_TASKS:
         return GaussianMemorisationMLP(task, *args, **kwargs)
     if task in DIGITS_MEMO_TASKS:

@@ -171,6 +171,40 @@ WALL_CANDIDATES: dict[str, dict[str, Any]] = {
     },
     "digits_ls3": {"task": "digits_ls3", "hidden": 32, "n_samples": 64, "lr": 1e-2, "eps": 1e-8},
     "digits_ls2": {"task": "digits_ls2", "hidden": 32, "n_samples": 64, "lr": 1e-2, "eps": 1e-8},
+    "digits_ce_wd03": {
+        "task": "digits_ce",
+        "hidden": 32,
+        "n_samples": 64,
+        "lr": 1e-2,
+        "eps": 1e-30,
+        "weight_decay": 0.3,
+    },
+    "digits_ce_wd05": {
+        "task": "digits_ce",
+        "hidden": 32,
+        "n_samples": 64,
+        "lr": 1e-2,
+        "eps": 1e-30,
+        "weight_decay": 0.5,
+    },
+    "digits_ls3_w8": {"task": "digits_ls3", "hidden": 8, "n_samples": 32, "lr": 1e-2, "eps": 1e-8},
+    "digits_ls3_lr3": {
+        "task": "digits_ls3",
+        "hidden": 32,
+        "n_samples": 64,
+        "lr": 1e-3,
+        "eps": 1e-8,
+    },
+    "digits_ce_wd07": {
+        "task": "digits_ce",
+        "hidden": 32,
+        "n_samples": 64,
+        "lr": 1e-2,
+        "eps": 1e-30,
+        "weight_decay": 0.7,
+    },
+    "teacher_kl": {"task": "teacher_kl", "hidden": 8, "n_samples": 256, "lr": 1e-2, "eps": 1e-8},
+    "gauss_ls3": {"task": "gauss_ls3", "hidden": 8, "n_samples": 64, "lr": 1e-2, "eps": 1e-8},
 }
 """The core-wall candidates (issue 42, Build 5), declared before their pilot on the cheap
 diagnostics of ``docs/adam-stability.md`` ("What a confident cross-entropy task needs"): a
@@ -229,7 +263,103 @@ below `confident_level()`) and `WALL_TOP` are unchanged; tried in this order:
 - ``digits_ls3``: ``delta = 1e-3`` (label probability 0.999, margins about 9.1): a wall about
   7 logits from the core;
 - ``digits_ls2``: ``delta = 1e-2`` (margins about 6.8), a wider core against the wall, the
-  fallback if the first's core is too narrow for its settled runs to collapse."""
+  fallback if the first's core is too narrow for its settled runs to collapse.
+
+Both were stopped on their diagnostics (`WALL_STOPPED`). Declared after them, before any run of
+theirs (session 16, p42w), two decays between the two regimes the stored diagnostics show. The
+reason, from ``wall_pilot.json``: at weight decay 1 the loss is held (settled ``log10`` loss
+-10 to -12 at ``1 - beta2 >= 0.03`` on the row 0.3, -14 to -19 on the rows 0.2 and 0.1), and
+the row 0.3's small ``1 - beta2`` already show the collapse-and-spike sawtooth in some seeds
+(``1 - beta2 = 0.01``: 4 of 8 runs spiky, rises up to 6.6 decades, the median trace falling
+to -9 and jumping back to -4; the pilot's cells 0.0178 and 0.01: 3 and 1 of 8), never in half
+of a cell's seeds; at weight decay 0.1 no level is held (the loss falls at a steady 3
+decades per tenth of the run to the ``eps`` floor, -27 to -31, every run quiet). So the change
+from a held level to the floor lies between 0.1 and 1: a decay there holds the level deeper
+than at 1 (a deeper collapse, larger rises, the sawtooth in more seeds) while still holding it
+above ``eps``. ``digits_ce_wd``'s set-up otherwise (``eps = 1e-30``, `WALL_TOP`), tried in
+this order:
+
+- ``digits_ce_wd03``: weight decay 0.3, the geometric middle of 0.1 and 1;
+- ``digits_ce_wd05``: weight decay 0.5, the fallback nearer the held level of 1, if 0.3's
+  loss already falls to the floor.
+
+Declared with them (`_family_wall.DIAGNOSTICS`' last ten cells): five diagnostic cells each,
+rows 0.3 (``1 - beta2`` 10^-1.5 and 0.01), 0.2 (10^-1.5) and 0.1 (10^-1.5 and 0.01). A
+candidate is piloted only if its diagnostics read spiky below a quiet cell on a row (at least
+half its seeds spiky under the settled window, every run confident), as for the label-smoothed
+ones; otherwise it is stopped (`WALL_STOPPED`).
+
+Both were stopped on their diagnostics (every cell of the rows 0.2 and 0.1 quiet, the loss
+falling at a steady pace to the ``eps`` floor; on the row 0.3 at weight decay 0.5 three of 16
+runs spiky, no cell with half). Declared after them, before any run of theirs (session 16,
+p42w), two more label-smoothed candidates (``delta = 1e-3``, ``eps = 1e-8``), the one set-up
+with an exact minimum where the gradient vanishes. The reason, from the stored data:
+``digits_ls3``'s KL does not collapse, it holds a noisy level (settled ``log10`` KL -4.6 to
+-6.4, reached within the first fifth of the run, lower at the smaller ``1 - beta1``) as
+``digits_mse`` holds one on the same network (the family pilot: three to five decades down,
+hardly falling with ``1 - beta2``): Adam's step keeps 2,410 parameters hovering about a fit
+of 576 constraints. The teacher tasks, which collapse and spike, fit 256 targets with 177 and
+353 parameters, and in the family pilot's follow-up of digits ReLU networks with fewer
+parameters the only spiky copies were the two that fit deepest. Tried in this order:
+
+- ``digits_ls3_w8``: width 8 on 32 images (610 parameters for 288 logit constraints, still
+  able to fit them): fewer parameters to hover, a fit nearer the teachers' proportions;
+- ``digits_ls3_lr3``: ``digits_ls3`` at ``lr = 1e-3``: if the level is Adam's step size's, a
+  tenth of the step holds it lower and lets the KL fall towards the minimum.
+
+Declared with them (`_family_wall.DIAGNOSTICS`' last ten cells): the same five cells each, and
+the same gate before a pilot. Both were stopped on their diagnostics (`WALL_STOPPED`).
+
+Declared after them, before any run of its own (session 16, p42w), the last untried decay
+between 0.5 and 1, ``digits_ce_wd07`` (weight decay 0.7, ``digits_ce_wd``'s set-up otherwise).
+The reason, from the stored diagnostics: the row 0.3's spiky runs come at both neighbours (at
+``1 - beta2`` 10^-1.5 and 0.01: 3 of 16 runs at 0.5, 5 of 16 at 1), while the rows 0.2 and 0.1
+fall to the ``eps`` floor at 0.5 and are held at 1 (settled ``log10`` loss -14 to -19, still
+falling at 0.01); a decay between may hold those rows deep enough for a collapse. The same five
+diagnostic cells (`_family_wall.DIAGNOSTICS`' last five) and the same gate. It was stopped on
+them (`WALL_STOPPED`: the row 0.3 spiky in 3 of 16 runs, the rows 0.2 and 0.1 quiet, their loss
+still falling at the end of every run).
+
+Declared after it, before any run of its own (session 16, p42w), a confident cross-entropy
+with an exact minimum on a realizable fit: ``teacher_kl`` (`_batched.TeacherKLMLP`), students
+20-8-10 (ReLU, 258 parameters) on 256 Gaussian inputs trained on the cross-entropy to the
+softmax of a 20-4-10 ReLU teacher whose median margin is 9 (``digits_ls3``'s label margin),
+read as its excess over its minimum, ``KL(q || p)``; ``lr = 1e-2``, ``eps = 1e-8``, the
+teacher tasks' set-up (`_calibration`'s ``teacher_mse``: width 8, 256 inputs). The reason,
+from the stored data: every digits set-up with an exact minimum hovers at a level its step
+size sets (``digits_ls3``, and ``digits_ls3_lr3`` 1.5-2 decades lower at a tenth of the step;
+``digits_mse`` in the family pilot) or does not fit (``digits_ls3_w8``), and the weight-decay
+set-ups have no minimum where the gradient vanishes; the only tasks whose settled runs
+collapse and spike are the teacher tasks, realizable fits with fewer parameters than
+constraints (177 and 353 parameters for 256 targets; here 258 for 2,304 logit constraints).
+A teacher's softmax keeps that realizability and gives the confident cross-entropy's core and
+wall along a margin (the targets' other classes at about ``e^-9``). Teacher-student, so not
+the second family of Build 4 (`CANDIDATES`), a core-wall candidate only. Seven diagnostic
+cells (`_family_wall.DIAGNOSTICS`' last seven), the same gate. It was stopped on them
+(`WALL_STOPPED`: every run quiet, the KL creeping down slowly instead of collapsing).
+
+Declared after it and after the second family's pilot (p42g, ``family_pilot.json``), before
+any run of its own: ``gauss_ls3`` (`_batched.GaussianSmoothedMLP`), ``gauss_memo``'s students
+(20-8-1 ReLU, 177 parameters) and 64 Gaussian inputs under a confident binary cross-entropy
+with an exact minimum: random labels (the signs of ``gauss_memo``'s targets) smoothed to
+0.999, read as ``KL(q || p)``, zero exactly where every margin is ``log 999`` (6.9);
+``lr = 1e-2``, ``eps = 1e-8``. The reason, from the stored data: ``gauss_memo``, the
+mean-squared memorisation of random targets on these students and inputs, collapses and spikes
+with a settled edge in 8 of its 9 rows, where every digits set-up hovers and ``teacher_kl``
+(ten outputs, 2,304 constraints for 258 parameters) creeps; ``gauss_ls3`` keeps
+``gauss_memo``'s proportions (one margin per input, 177 parameters for 64) and changes only
+the loss, to the confident cross-entropy's core and wall along each margin. The same seven
+diagnostic cells as ``teacher_kl`` (`_family_wall.DIAGNOSTICS`' seven after ``teacher_kl``'s),
+the same gate. They read quiet at ``1 - beta2 >= 0.01`` (the KL held 6-7.3 decades down), but
+the largest settled rises grow as ``1 - beta2`` falls (median over seeds about 0.3, 0.8, 1.8
+decades at 10^-1.5, 0.01, 10^-2.5 on the row 0.1) and the row 0.1's cell at 10^-2.5 has 3
+of its 7 judged runs spiky, short of half. Declared after them, before running, five cells
+further down in ``1 - beta2`` (`_family_wall.DIAGNOSTICS`' last five: the rows 0.3 and 0.2
+at 10^-2.5 and 10^-3, the row 0.1 at 10^-3), the gate unchanged. They read spiky at 10^-3
+below quiet cells on every row, so ``gauss_ls3`` was piloted: a settled edge on each of the
+rows 0.3, 0.2 and 0.1 (near ``1 - beta2 = 0.002``), every trained run confident, but 7 of its
+208 runs untrained with their settled KL above `confident_level()`, so it fails the property
+as declared (every run confident; `_family_wall.wall_summary`)."""
 WALL_ROWS = (0.3, 0.2, 0.1)
 """The core-wall candidates' declared rows: those of `ROWS` whose edges the diagnostics place
 inside `COLUMNS` at a cost the session's two cores can pay (the row 0.3's edge lies between
@@ -252,11 +382,35 @@ WALL_MIN_ROWS = 2
 run's settled median loss below `confident_level()`: every image's loss below ``log 2``, so
 every training label has probability above 1/2) and a spiky regime with a settled edge in at
 least this many of `WALL_ROWS`."""
-WALL_STOPPED: dict[str, str] = {
-    name: "stopped on its declared diagnostics, not piloted: no diagnostic cell spiky, the KL "
-    "held at a noisy level, no collapse towards the exact minimum"
-    for name in ("digits_ls3", "digits_ls2")
-}
+WALL_STOPPED: dict[str, str] = (
+    {
+        name: "stopped on its declared diagnostics, not piloted: no diagnostic cell spiky, the KL "
+        "held at a noisy level, no collapse towards the exact minimum"
+        for name in ("digits_ls3", "digits_ls2")
+    }
+    | {
+        name: "stopped on its declared diagnostics, not piloted: no diagnostic cell with half its "
+        "runs spiky, the loss falling at a steady pace towards the eps floor on the rows 0.2 and 0.1"
+        for name in ("digits_ce_wd03", "digits_ce_wd05")
+    }
+    | {
+        "digits_ce_wd07": "stopped on its declared diagnostics, not piloted: no diagnostic cell "
+        "with half its runs spiky, the loss on the rows 0.2 and 0.1 still falling at the end of "
+        "every run"
+    }
+    | {
+        "teacher_kl": "stopped on its declared diagnostics, not piloted: no diagnostic cell "
+        "spiky, the KL still creeping down at a noisy level, no collapse onto the exact fit"
+    }
+    | {
+        "digits_ls3_w8": "stopped on its declared diagnostics, not piloted: no diagnostic cell "
+        "spiky; width 8 does not fit the smoothed labels (the KL stalls about three decades down, "
+        "some runs untrained)",
+        "digits_ls3_lr3": "stopped on its declared diagnostics, not piloted: no diagnostic cell "
+        "spiky, the KL held at a noisy level 1.5-2 decades below digits_ls3's (Adam's step sets "
+        "it), no collapse towards the exact minimum",
+    }
+)
 """Core-wall candidates stopped before a pilot (the brief: a candidate is piloted only if its
 diagnostics read spiky below quiet cells on a row), passed over by `_family_wall.wall_choose`,
 with the reason (``wall_pilot.json``'s diagnostics)."""
@@ -275,6 +429,13 @@ NETWORKS = {
 }
 """The network and data of each ``_batched`` task a candidate may name, in words (the pilot's
 tables; filled with the candidate's ``hidden`` and ``n_samples``)."""
+WALL_NETWORKS = {
+    "digits_ls3": "MLP 64-{hidden}-10 on {n_samples} digits",
+    "digits_ls2": "MLP 64-{hidden}-10 on {n_samples} digits",
+    "teacher_kl": "MLP 20-{hidden}-10 on {n_samples} Gaussian inputs",
+    "gauss_ls3": "MLP 20-{hidden}-1 on {n_samples} Gaussian inputs",
+}
+"""`NETWORKS` of the ``_batched`` tasks only a core-wall candidate names."""
 FIRST_ROWS = (0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01)
 """The family pilot's first grid's rows (history: the four first candidates' stored rows were
 run on it with `FIRST_MIN_ROWS`; quarter-decade columns from 1e-3 to 10^-0.5, the same columns

@@ -97,21 +97,77 @@ DIAGNOSTICS = (
     ("smoothing 1e-3, eps 1e-30", 0.3, 10**-1.5, 1e-30, 0.0, 1e-2, "digits_ls3"),
     ("smoothing 1e-2, eps 1e-8", 0.3, 10**-1.5, 1e-8, 0.0, 1e-2, "digits_ls2"),
     ("smoothing 1e-2, eps 1e-8", 0.1, 0.01, 1e-8, 0.0, 1e-2, "digits_ls2"),
+    ("weight decay 0.3, eps 1e-30", 0.3, 10**-1.5, 1e-30, 0.3, 1e-2, "digits_ce_wd03"),
+    ("weight decay 0.3, eps 1e-30", 0.3, 0.01, 1e-30, 0.3, 1e-2, "digits_ce_wd03"),
+    ("weight decay 0.3, eps 1e-30", 0.2, 10**-1.5, 1e-30, 0.3, 1e-2, "digits_ce_wd03"),
+    ("weight decay 0.3, eps 1e-30", 0.1, 10**-1.5, 1e-30, 0.3, 1e-2, "digits_ce_wd03"),
+    ("weight decay 0.3, eps 1e-30", 0.1, 0.01, 1e-30, 0.3, 1e-2, "digits_ce_wd03"),
+    ("weight decay 0.5, eps 1e-30", 0.3, 10**-1.5, 1e-30, 0.5, 1e-2, "digits_ce_wd05"),
+    ("weight decay 0.5, eps 1e-30", 0.3, 0.01, 1e-30, 0.5, 1e-2, "digits_ce_wd05"),
+    ("weight decay 0.5, eps 1e-30", 0.2, 10**-1.5, 1e-30, 0.5, 1e-2, "digits_ce_wd05"),
+    ("weight decay 0.5, eps 1e-30", 0.1, 10**-1.5, 1e-30, 0.5, 1e-2, "digits_ce_wd05"),
+    ("weight decay 0.5, eps 1e-30", 0.1, 0.01, 1e-30, 0.5, 1e-2, "digits_ce_wd05"),
+    ("smoothing 1e-3, width 8, 32 images", 0.3, 10**-1.5, 1e-8, 0.0, 1e-2, "digits_ls3_w8"),
+    ("smoothing 1e-3, width 8, 32 images", 0.3, 0.01, 1e-8, 0.0, 1e-2, "digits_ls3_w8"),
+    ("smoothing 1e-3, width 8, 32 images", 0.2, 10**-1.5, 1e-8, 0.0, 1e-2, "digits_ls3_w8"),
+    ("smoothing 1e-3, width 8, 32 images", 0.1, 10**-1.5, 1e-8, 0.0, 1e-2, "digits_ls3_w8"),
+    ("smoothing 1e-3, width 8, 32 images", 0.1, 0.01, 1e-8, 0.0, 1e-2, "digits_ls3_w8"),
+    ("smoothing 1e-3, eps 1e-8, lr 1e-3", 0.3, 10**-1.5, 1e-8, 0.0, 1e-3, "digits_ls3_lr3"),
+    ("smoothing 1e-3, eps 1e-8, lr 1e-3", 0.3, 0.01, 1e-8, 0.0, 1e-3, "digits_ls3_lr3"),
+    ("smoothing 1e-3, eps 1e-8, lr 1e-3", 0.2, 10**-1.5, 1e-8, 0.0, 1e-3, "digits_ls3_lr3"),
+    ("smoothing 1e-3, eps 1e-8, lr 1e-3", 0.1, 10**-1.5, 1e-8, 0.0, 1e-3, "digits_ls3_lr3"),
+    ("smoothing 1e-3, eps 1e-8, lr 1e-3", 0.1, 0.01, 1e-8, 0.0, 1e-3, "digits_ls3_lr3"),
+    ("weight decay 0.7, eps 1e-30", 0.3, 10**-1.5, 1e-30, 0.7, 1e-2, "digits_ce_wd07"),
+    ("weight decay 0.7, eps 1e-30", 0.3, 0.01, 1e-30, 0.7, 1e-2, "digits_ce_wd07"),
+    ("weight decay 0.7, eps 1e-30", 0.2, 10**-1.5, 1e-30, 0.7, 1e-2, "digits_ce_wd07"),
+    ("weight decay 0.7, eps 1e-30", 0.1, 10**-1.5, 1e-30, 0.7, 1e-2, "digits_ce_wd07"),
+    ("weight decay 0.7, eps 1e-30", 0.1, 0.01, 1e-30, 0.7, 1e-2, "digits_ce_wd07"),
+    ("teacher KL, eps 1e-8", 0.3, 10**-1.5, 1e-8, 0.0, 1e-2, "teacher_kl"),
+    ("teacher KL, eps 1e-8", 0.3, 0.01, 1e-8, 0.0, 1e-2, "teacher_kl"),
+    ("teacher KL, eps 1e-8", 0.2, 10**-1.5, 1e-8, 0.0, 1e-2, "teacher_kl"),
+    ("teacher KL, eps 1e-8", 0.2, 0.01, 1e-8, 0.0, 1e-2, "teacher_kl"),
+    ("teacher KL, eps 1e-8", 0.1, 10**-1.5, 1e-8, 0.0, 1e-2, "teacher_kl"),
+    ("teacher KL, eps 1e-8", 0.1, 0.01, 1e-8, 0.0, 1e-2, "teacher_kl"),
+    ("teacher KL, eps 1e-8", 0.1, 10**-2.5, 1e-8, 0.0, 1e-2, "teacher_kl"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.3, 10**-1.5, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.3, 0.01, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.2, 10**-1.5, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.2, 0.01, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.1, 10**-1.5, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.1, 0.01, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.1, 10**-2.5, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.3, 10**-2.5, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.3, 1e-3, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.2, 10**-2.5, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.2, 1e-3, 1e-8, 0.0, 1e-2, "gauss_ls3"),
+    ("binary smoothing 1e-3, Gaussian, eps 1e-8", 0.1, 1e-3, 1e-8, 0.0, 1e-2, "gauss_ls3"),
 )
 """The diagnostic cells (`diagnostics()`): ``(label, 1 - beta1, 1 - beta2, eps, weight
-decay[, lr[, task]])`` of ``digits_ce``'s network and data (width 32, 64 images, ``lr = 1e-2``
-where none is given), the accurate cross-entropy (`_batched.confident_ce`; a ``task`` of
-`_batched.SMOOTHED_TASKS`: its label-smoothed ``KL`` instead): what holds a confident
+decay[, lr[, candidate]])``: the named candidate's network, data and loss
+(`_family.candidate()`; ``digits_ce``'s where none is named: width 32, 64 images, the
+accurate cross-entropy `_batched.confident_ce`; a candidate whose task is one of
+`_batched.SMOOTHED_TASKS`: its label-smoothed ``KL``) at the cell's ``eps``, weight decay and
+``lr`` (``1e-2`` where none is given; stored as the cell's ``task``): what holds a confident
 fit's loss, and where a spiky regime appears. Diagnostics, not a pilot: no candidate is judged
 on them. Rows 8-10 were added after `digits_ce_wd`'s pilot, whose downward scans stopped at
 the rows 0.2 and 0.1's top cells: the cells below them. The rest were declared with the
 candidates ``digits_ce_wd01``, ``digits_ce_wd001`` and ``digits_ce_wd01_lr3``, before any
 run of theirs (`_family.WALL_CANDIDATES`): their cells at the row 0.3 where ``digits_ce_wd``
 read spikes only in the transient window, and at the rows 0.2 and 0.1 below the divergence
-line (`_family.WALL_TOP`). The last nine were declared with the label-smoothed candidates
+line (`_family.WALL_TOP`). The next nine were declared with the label-smoothed candidates
 ``digits_ls3`` and ``digits_ls2`` before any run of theirs: the same rows and columns (the
 row 0.2 a quarter decade lower, clear of `_family.WALL_TOP`), one cell at ``eps = 1e-30``
-(whether ``eps`` sets what the first reads)."""
+(whether ``eps`` sets what the first reads). The next ten were declared with ``digits_ce_wd03``
+and ``digits_ce_wd05`` before any run of theirs (`_family.WALL_CANDIDATES`): rows 0.3, 0.2 and
+0.1 below `_family.WALL_TOP`, two columns on the rows 0.3 and 0.1 (whether a spiky cell lies
+below a quiet one); the next ten, the same five cells each, with ``digits_ls3_w8`` and
+``digits_ls3_lr3`` before any run of theirs, the next five, the same cells, with
+``digits_ce_wd07`` before any run of its own, the next seven with ``teacher_kl`` before any
+run of its own (the same five and the rows 0.2 and 0.1 at ``1 - beta2`` 0.01 and 10^-2.5,
+where the teacher tasks' edges, ``C (1 - beta1)`` with ``C`` about 0.035-0.06, put spiky
+cells below quiet ones), the next seven, the same cells, with ``gauss_ls3`` before any run
+of its own, and the last five with ``gauss_ls3`` after those seven, before running: the
+rows 0.3 and 0.2 at ``1 - beta2`` 10^-2.5 and 10^-3 and the row 0.1 at 10^-3."""
 DIAGNOSTIC_TRACE = 10
 """Each diagnostic run's ``log10`` loss is kept as the median over each tenth of the run."""
 
@@ -178,9 +234,12 @@ def diagnostics_markdown(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
         "Diagnostics, not a pilot (`_family_wall.diagnostics()`, stored in `wall_pilot.json`): "
         "`digits_ce`'s network and data (64-32-10, 64 images, lr 0.01 unless the set-up names "
-        "another) with the accurate "
+        "others) with the accurate "
         "cross-entropy (set-ups named smoothing: the label-smoothed cross-entropy less its "
-        "minimum, KL(q || p), `_batched.smoothed_kl`), 8 seeds a cell; the settled window's statuses, the medians over seeds "
+        "minimum, KL(q || p), `_batched.smoothed_kl`; teacher KL: `teacher_kl`'s 20-8-10 "
+        "students on a ReLU teacher's softmax, KL(q || p), `_batched.TeacherKLMLP`; binary "
+        "smoothing: `gauss_ls3`'s 20-8-1 students on 64 Gaussian inputs, random labels, KL, "
+        "`_batched.GaussianSmoothedMLP`), 8 seeds a cell; the settled window's statuses, the medians over seeds "
         "of the settled median log10 loss and of the largest rise (decades), and the median "
         "log10 loss over each tenth of the run (first to last, median over seeds):",
         "",
@@ -203,16 +262,49 @@ def diagnostics_markdown(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _network_words(cand: dict[str, Any]) -> str:
+    """A core-wall candidate's network and data, in words (`_family.NETWORKS`,
+    `_family.WALL_NETWORKS`)."""
+    from ._family import NETWORKS, WALL_NETWORKS
+
+    return (NETWORKS | WALL_NETWORKS)[cand["task"]].format(**cand)
+
+
 def _loss_words(cand: dict[str, Any]) -> str:
     """The loss a core-wall candidate's detector reads, in words."""
-    from ._batched import SMOOTHED_TASKS
+    from ._batched import (
+        GAUSS_SMOOTHED_TASKS,
+        SMOOTHED_TASKS,
+        TEACHER_KL_MARGIN,
+        TEACHER_KL_TASKS,
+        TEACHER_KL_WIDTH,
+    )
 
+    if cand["task"] in GAUSS_SMOOTHED_TASKS:
+        return (
+            f"binary cross-entropy to random labels smoothed by "
+            f"{GAUSS_SMOOTHED_TASKS[cand['task']]:g}, read as its excess over its minimum, "
+            "KL(q || p)"
+        )
+    if cand["task"] in TEACHER_KL_TASKS:
+        return (
+            f"cross-entropy to the softmax of a 20-{TEACHER_KL_WIDTH}-10 ReLU teacher (median "
+            f"margin {TEACHER_KL_MARGIN:g}), read as its excess over its minimum, KL(q || p)"
+        )
     if cand["task"] in SMOOTHED_TASKS:
         return (
             f"cross-entropy to the labels smoothed by {SMOOTHED_TASKS[cand['task']]:g}, read as "
             "its excess over its minimum, KL(q || p)"
         )
     return "cross-entropy"
+
+
+def _loss_symbol(cand: dict[str, Any]) -> str:
+    """``KL`` for a label-smoothed candidate (its loss reading), else ``loss``."""
+    from ._batched import GAUSS_SMOOTHED_TASKS, SMOOTHED_TASKS, TEACHER_KL_TASKS
+
+    kl = (*SMOOTHED_TASKS, *TEACHER_KL_TASKS, *GAUSS_SMOOTHED_TASKS)
+    return "KL" if cand["task"] in kl else "loss"
 
 
 def wall_summary(name: str, pilot: dict[str, Any]) -> dict[str, Any]:
@@ -524,7 +616,7 @@ def stored() -> dict[str, Any]:
 
 
 def _fmt(v: float) -> str:
-    return "-" if v is None or not math.isfinite(v) else f"{v:.3g}"
+    return "-" if v is None or not math.isfinite(v) else f"{v + 0.0:.3g}"  # -0.0 reads 0
 
 
 def stored_wall_pilot() -> dict[str, Any]:
@@ -560,7 +652,7 @@ def wall_pilot_markdown(p: dict[str, Any]) -> list[str]:
         s = wall_summary(name, p)
         lines += [
             f"The stored pilot of the core-wall candidate `{name}` ({p['date']}, "
-            f"`{p['command']}`; MLP 64-{cand['hidden']}-10 on {cand['n_samples']} digits, "
+            f"`{p['command']}`; {_network_words(cand)}, "
             + _loss_words(cand)
             + f", $\\mathrm{{lr}} = {cand['lr']:g}$, Adam's eps {cand['eps']:g}, "
             f"decoupled weight decay {cand.get('weight_decay', 0.0):g}; {p['seeds']} seeds a "
@@ -619,23 +711,29 @@ def stopped_markdown(p: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     for name, why in WALL_STOPPED.items():
         cand = WALL_CANDIDATES[name]
-        mine = [z for z in p.get("diagnostics", []) if z.get("task") == cand["task"]]
+        mine = [z for z in p.get("diagnostics", []) if z.get("task") == name]
         st = [int(v) for z in mine for v in z["status"]]
         lv = np.array([v for z in mine for v in z["settled_median_log10_loss"]], float)
         rise = np.array([v for z in mine for v in z["max_rise"]], float)
         seen = (
             f" ({len(mine)} diagnostic cells, rows "
             + ", ".join(f"{a:g}" for a in sorted({z["a"] for z in mine}, reverse=True))
-            + f": {st.count(1)} of {len(st)} runs spiky, settled log10 KL "
+            + f": {st.count(1)} of {len(st)} runs spiky, settled log10 {_loss_symbol(cand)} "
             f"{_fmt(float(np.nanmin(lv)))} to {_fmt(float(np.nanmax(lv)))}, largest settled "
             f"rise {_fmt(float(np.nanmax(rise)))} decades)"
             if mine
             else " (no diagnostic cell stored)"
         )
         lines += [
-            f"The core-wall candidate `{name}` (MLP 64-{cand['hidden']}-10 on "
-            f"{cand['n_samples']} digits, {_loss_words(cand)}, $\\mathrm{{lr}} = "
-            f"{cand['lr']:g}$, Adam's eps {cand['eps']:g}): {why}{seen}.",
+            f"The core-wall candidate `{name}` ({_network_words(cand)}, "
+            f"{_loss_words(cand)}, $\\mathrm{{lr}} = "
+            f"{cand['lr']:g}$, Adam's eps {cand['eps']:g}"
+            + (
+                f", decoupled weight decay {cand['weight_decay']:g}"
+                if cand.get("weight_decay")
+                else ""
+            )
+            + f"): {why}{seen}.",
             "",
         ]
     return lines
