@@ -578,6 +578,28 @@ def test_the_spike_maps_are_split_with_one_colour_bar_each_and_name_their_colour
     assert "Zoomed to the edge" in caption and "Diamonds" in caption
 
 
+def test_the_task_maps_put_a_task_in_each_column_and_a_window_in_each_row(monkeypatch):
+    """With three tasks the task figure is 2 x 3: the settled window's row above the
+    transient-inclusive one's, as its title says (seen failing with the two-column layout of
+    the 1-D maps, which put a transient panel in the top rows)."""
+    from gaugedyn.experiments.adam_stability import _figures
+
+    seen = {}
+
+    def record(arrays, panels, outdir, name, reading, level, ncol=None):
+        seen[name] = (panels, ncol)
+        return name, ""
+
+    monkeypatch.setattr(_figures, "_map_figure", record)
+    tasks = ["teacher_mse", "teacher4_mse", "gauss_memo"]
+    _figures.spike_maps({"systems": np.array(tasks), "fitted_level": 1.0}, None)
+    panels, ncol = seen["spike_boundary_task_maps"]
+    assert ncol == len(tasks)
+    rows = [panels[i : i + ncol] for i in range(0, len(panels), ncol)]
+    assert [[p[2] for p in row] for row in rows] == [["settled"] * 3, ["transient"] * 3]
+    assert [[p[0] for p in row] for row in rows] == [tasks, tasks]
+
+
 def test_the_page_shows_the_stored_pilots_the_calibration_reads(monkeypatch):
     """``docs/adam-stability.md``'s pilot tables are generated from ``pilots.json``
     (``tools/pilot_tables.py``): the page is current, and a changed stored pilot makes it stale."""

@@ -55,8 +55,9 @@ def _zoom_left(arrays, system, start, window) -> float:
 def spike_maps(arrays, outdir):
     """The spike-probability maps, split so each edge reads at page width: the 1-D maps in the
     primary reading (orbit start, settled window), the 1-D maps in the generic start's
-    transient-inclusive window, and the training tasks in both windows; 2 x 2 panels each, one
-    colour bar, the bisection cells drawn over the grid."""
+    transient-inclusive window (2 x 2 panels each), and the training tasks in both windows (a
+    column per task, the settled window's row above the transient-inclusive one's); one colour
+    bar, the bisection cells drawn over the grid."""
     names = [str(s) for s in arrays["systems"]]
     one_d = [n for n in names if _is_1d(n)]
     tasks = [n for n in names if not _is_1d(n)]
@@ -90,12 +91,13 @@ def spike_maps(arrays, outdir):
                 "training tasks from their initialisation, settled (top) and transient-inclusive "
                 "(bottom) window",
                 level,
+                ncol=len(tasks),
             )
         )
     return out
 
 
-def _map_figure(arrays, panels, outdir, name, reading, level):
+def _map_figure(arrays, panels, outdir, name, reading, level, ncol=None):
     import matplotlib.pyplot as plt
     from matplotlib.colors import Normalize
 
@@ -103,7 +105,8 @@ def _map_figure(arrays, panels, outdir, name, reading, level):
 
     cmap = plt.get_cmap(SPIKE_CMAP).with_extremes(bad=NO_PROBABILITY_COLOUR)
     norm = Normalize(0.0, 1.0)  # one norm for every panel: the one colour bar shows them all
-    ncol = 2 if len(panels) > 1 else 1
+    if ncol is None:
+        ncol = 2 if len(panels) > 1 else 1
     nrow = -(-len(panels) // ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.6 * ncol, 3.7 * nrow + 0.8), squeeze=False)
     mesh, zoomed, handles = None, False, {}
