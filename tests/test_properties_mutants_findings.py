@@ -884,3 +884,51 @@ def test_the_task_constant_has_an_interval_from_two_rows_with_an_edge(n):
     assert est == pytest.approx(np.exp(np.mean(np.log(cb[:-1] / a[:-1]))), rel=1e-12)
     one = task_C(a[:1], cb[:1])  # one row: its value, no interval
     assert one[0] == pytest.approx(cb[0] / a[0], rel=1e-12) and not np.isfinite(one[1:]).any()
+
+
+def test_the_fitted_level_reads_the_primary_rows_only():
+    # findings:_spike_analysis:366:29:off-by-one (the level averaged over every row, not the
+    # beta1 >= 0.9 rows of the primary reading)
+    from gaugedyn.experiments.adam_stability import _spike_analysis as sp
+
+    a = np.array([0.02, 0.05, 0.1, 0.3, 0.5])
+    cb = 0.5 * a**3
+    cb[3:] = 0.4 * a[3:]  # rows with beta1 < 0.9 far from the cubic edge: another level
+    edges = {("n2", "settled", "orbit"): cb}
+    keep = a <= 0.1
+    want = 10 ** np.mean(np.log10(sp.turn_growth(a[keep], cb[keep])))
+    every = 10 ** np.mean(np.log10(sp.turn_growth(a, cb)))
+    assert not np.isclose(want, every, rtol=1e-3)  # the rows chosen decide the level
+    assert sp._level({"n2": a}, edges) == pytest.approx(want, rel=1e-12)
+    assert np.isnan(sp._level({"n3": a}, edges))
+
+
+def test_the_control_band_is_closed_at_both_ends_as_the_odes_is():
+    # findings:_analysis:119:63:comparison (the noise-free ODE on the band's upper end read as
+    # outside it, where the ODE itself on that end reads inside)
+    time = np.array([0.0, 0.5, 1.0])
+    sims = np.ones((4, 3))  # every quantile 1: the band is the single value 1
+    tasks, results = [], []
+    for backend in ("compiled", "chain"):
+        tasks.append(
+            {
+                "kind": "trajectory",
+                "activation": "erf",
+                "reading": "r",
+                "backend": backend,
+                "dim": 100,
+            }  # fmt: skip
+        )
+        results.append(
+            {"t": time}
+            | {f"eps_{k}": sims for k in ("main", "aux")}
+            | {f"ode_{k}": np.ones(3) for k in ("main", "aux")}
+            | {f"ode_no_noise_{k}": np.ones(3) for k in ("main", "aux")}
+        )
+    _, claims = aux.trajectories(tasks, results)
+    by_id = {c.id: c for c in claims}
+    assert by_id["trajectory.erf"].passed  # the ODE on the band's ends: inside
+    assert not by_id["trajectory.erf.control_noise_term"].passed  # so is the control: not out
+    results[1]["ode_no_noise_main"] = np.array([1.0, 1.0, 1.0 + 1e-12])
+    _, claims = aux.trajectories(tasks, results)
+    assert {c.id: c for c in claims}["trajectory.erf.control_noise_term"].passed
