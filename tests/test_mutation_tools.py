@@ -250,3 +250,20 @@ def test_a_changed_record_fails_the_check_until_the_page_is_written(tmp_path, mo
     assert page.main(["--check"], copy) == 1
     assert page.main([], copy) == 0
     assert page.main(["--check"], copy) == 0
+
+
+def test_a_mutants_copy_holds_what_the_generated_page_checks_read(tmp_path, monkeypatch):
+    """The page checks the tests run (here `tools/pilot_tables.py --check`, read by
+    `tests/test_spike_boundary.py`) pass in a mutant's copy of the repository: without the
+    committed runs (`results-data/`) they failed in every copy and read as kills."""
+    import importlib.util
+
+    mutate.copy_repository(tmp_path)
+    spec = importlib.util.spec_from_file_location(
+        "copied_tables", tmp_path / "tools" / "pilot_tables.py"
+    )
+    tool = importlib.util.module_from_spec(spec)
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    spec.loader.exec_module(tool)
+    assert tool.main(["--check"]) == 0
+    assert (tmp_path / "results-data" / "spike_boundary" / "summary.json").is_file()
