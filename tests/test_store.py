@@ -233,3 +233,25 @@ def test_a_store_another_command_is_creating_is_not_foreign(tmp_path):
     assert foreign(tmp_path) is None
     (tmp_path / "notes.txt").write_text("mine")
     assert foreign(tmp_path) is not None
+
+
+def test_a_mark_renamed_into_place_during_the_check_is_a_store(tmp_path, monkeypatch):
+    """The other race of two runs started together: the mark is renamed into place after the
+    check for it and before the folder is listed; the listing then holds the mark itself, a
+    store's (the clean-clone CI refused it as foreign once, session 16)."""
+    import pathlib
+
+    from gaugedyn.harness._store import MARK, foreign
+
+    (tmp_path / MARK).write_text("{}")
+    real, calls = pathlib.Path.is_file, []
+
+    def late(self):
+        calls.append(self)
+        if self == tmp_path / MARK and len(calls) == 1:
+            return False  # the first look: not yet renamed
+        return real(self)
+
+    monkeypatch.setattr(pathlib.Path, "is_file", late)
+    assert foreign(tmp_path) is None
+    assert calls[0] == tmp_path / MARK  # the race was played: the first look missed the mark

@@ -220,6 +220,8 @@ def foreign(root: Path) -> str | None:
     for entry in entries:
         if entry.name.startswith(f".{MARK}.tmp-"):  # another command writing the mark now
             continue
+        if entry.name == MARK and entry.is_file():  # the mark renamed into place since the check
+            return None
         if not (
             entry.is_dir()
             and re.fullmatch(r"[0-9a-f]{2}", entry.name)
