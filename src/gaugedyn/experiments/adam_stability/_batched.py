@@ -142,10 +142,15 @@ class BatchedMLP:
         the model's): the mean-squared tasks by hand (`mse_losses_and_grads()`), the
         cross-entropy one by autograd on `losses()`."""
         if self.task == "digits_ce":
-            mine = [p.detach().requires_grad_(True) for p in params]
-            L = self.losses(mine)
-            return L.detach(), list(torch.autograd.grad(L.sum(), mine))
+            return self._autograd_losses_and_grads(params)
         return mse_losses_and_grads(self.X, self.y, params)
+
+    def _autograd_losses_and_grads(self, params) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Per-copy loss ``(B,)`` and each copy's gradient of its own loss, by autograd on
+        `losses()` (the programs whose gradient is not written by hand)."""
+        mine = [p.detach().requires_grad_(True) for p in params]
+        L = self.losses(mine)
+        return L.detach(), list(torch.autograd.grad(L.sum(), mine))
 
 
 def mse_losses_and_grads(X, y, params) -> tuple[torch.Tensor, list[torch.Tensor]]:
@@ -652,9 +657,7 @@ class SmoothedDigitsMLP(BatchedMLP):
 
     def losses_and_grads(self, params) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Per-copy loss ``(B,)`` and each copy's gradient of its own loss (autograd)."""
-        mine = [p.detach().requires_grad_(True) for p in params]
-        L = self.losses(mine)
-        return L.detach(), list(torch.autograd.grad(L.sum(), mine))
+        return self._autograd_losses_and_grads(params)
 
 
 TEACHER_KL_TASKS = ("teacher_kl",)
@@ -716,9 +719,7 @@ class TeacherKLMLP(BatchedMLP):
 
     def losses_and_grads(self, params) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Per-copy loss ``(B,)`` and each copy's gradient of its own loss (autograd)."""
-        mine = [p.detach().requires_grad_(True) for p in params]
-        L = self.losses(mine)
-        return L.detach(), list(torch.autograd.grad(L.sum(), mine))
+        return self._autograd_losses_and_grads(params)
 
 
 MEMORISATION_TASKS = ("gauss_memo",)
@@ -742,7 +743,31 @@ def memorisation_data(n_samples: int, seed: int, dtype=torch.float64):
     return X, torch.randn(n, 1, generator=g, dtype=dtype)
 
 
-class GaussianMemorisationMLP(BatchedMLP):
+class _TeacherStudentOnOtherData(BatchedMLP):
+    """The teacher tasks' student (`BatchedMLP` of ``teacher_mse``: 20-``hidden``-1 ReLU, its
+    initialisation per seed) on other data: a subclass names its tasks (`ALLOWED`) and draws
+    its inputs and targets (`other_data()`)."""
+
+    ALLOWED: tuple[str, ...] | dict[str, float] = ()
+
+    def __init__(self, task: str, B: int, seeds, n_samples: int = 64, dtype=torch.float64,
+                 data_seed: int = 0, hidden: int | None = None, device: str = "cpu"):  # fmt: skip
+        if task not in self.ALLOWED:
+            raise InputError(f"task={task!r} is not allowed; choose one of {list(self.ALLOWED)}")
+        if hidden is None:
+            raise InputError("hidden=None is not allowed; give the student's width")
+        # the teacher task's student shapes (20, hidden, 1) and initialisation; its data replaced
+        super().__init__("teacher_mse", B, seeds, 1, dtype, data_seed, hidden, device)
+        self.task = task
+        X, y = self.other_data(task, n_samples, data_seed, dtype)
+        self.X, self.y = X.to(device), y.to(device)
+
+    def other_data(self, task: str, n_samples: int, data_seed: int, dtype):
+        """Inputs ``(n, 20)`` and targets of ``task``."""
+        raise NotImplementedError
+
+
+class GaussianMemorisationMLP(_TeacherStudentOnOtherData):
     """``gauss_memo``: the teacher tasks' student (`BatchedMLP`, 20-``hidden``-1 ReLU, half the
     mean squared error, the same initialisation per seed and the same hand-written gradient,
     `mse_losses_and_grads()`) fitted to `memorisation_data()` (drawn from ``data_seed``, as the
@@ -750,19 +775,10 @@ class GaussianMemorisationMLP(BatchedMLP):
     student with more parameters than inputs (width 8: 177 for 64 or 128 inputs) can
     interpolate, so its loss has exact zero-loss minima, as the teacher tasks' has."""
 
-    def __init__(self, task: str, B: int, seeds, n_samples: int = 64, dtype=torch.float64,
-                 data_seed: int = 0, hidden: int | None = None, device: str = "cpu"):  # fmt: skip
-        if task not in MEMORISATION_TASKS:
-            raise InputError(
-                f"task={task!r} is not allowed; choose one of {list(MEMORISATION_TASKS)}"
-            )
-        if hidden is None:
-            raise InputError("hidden=None is not allowed; give the student's width")
-        # the teacher task's student shapes (20, hidden, 1) and initialisation; its data replaced
-        super().__init__("teacher_mse", B, seeds, 1, dtype, data_seed, hidden, device)
-        self.task = task
-        X, y = memorisation_data(n_samples, data_seed, dtype)
-        self.X, self.y = X.to(device), y.to(device)
+    ALLOWED = MEMORISATION_TASKS
+
+    def other_data(self, task, n_samples, data_seed, dtype):
+        return memorisation_data(n_samples, data_seed, dtype)
 
 
 DIGITS_MEMO_TASKS = ("digits_pc_memo",)
@@ -788,24 +804,17 @@ def digit_components(n_samples: int, dtype=torch.float64) -> torch.Tensor:
     return torch.as_tensor(math.sqrt(n) * U[:, :k], dtype=dtype)
 
 
-class DigitsMemorisationMLP(BatchedMLP):
+class DigitsMemorisationMLP(_TeacherStudentOnOtherData):
     """``digits_pc_memo``: `GaussianMemorisationMLP` with its inputs replaced by real ones, the
     digits' top principal components whitened (`digit_components()`): the same student and
     initialisation, and the same targets (`memorisation_data()`'s, drawn from ``data_seed``),
     i.i.d. standard normal, one per image."""
 
-    def __init__(self, task: str, B: int, seeds, n_samples: int = 64, dtype=torch.float64,
-                 data_seed: int = 0, hidden: int | None = None, device: str = "cpu"):  # fmt: skip
-        if task not in DIGITS_MEMO_TASKS:
-            raise InputError(
-                f"task={task!r} is not allowed; choose one of {list(DIGITS_MEMO_TASKS)}"
-            )
-        if hidden is None:
-            raise InputError("hidden=None is not allowed; give the student's width")
-        super().__init__("teacher_mse", B, seeds, 1, dtype, data_seed, hidden, device)
-        self.task = task
+    ALLOWED = DIGITS_MEMO_TASKS
+
+    def other_data(self, task, n_samples, data_seed, dtype):
         _, y = memorisation_data(n_samples, data_seed, dtype)
-        self.X, self.y = digit_components(n_samples, dtype).to(device), y.to(device)
+        return digit_components(n_samples, dtype), y
 
 
 GAUSS_SMOOTHED_TASKS = {"gauss_ls3": 1e-3}
@@ -813,7 +822,7 @@ GAUSS_SMOOTHED_TASKS = {"gauss_ls3": 1e-3}
 (`GaussianSmoothedMLP`)."""
 
 
-class GaussianSmoothedMLP(BatchedMLP):
+class GaussianSmoothedMLP(_TeacherStudentOnOtherData):
     """``gauss_ls3``: `GaussianMemorisationMLP`'s students (20-``hidden``-1 ReLU, the teacher
     tasks' initialisation) and inputs under a confident binary cross-entropy with an exact
     minimum: each input's label is the sign of its `memorisation_data()` target (random labels,
@@ -824,20 +833,12 @@ class GaussianSmoothedMLP(BatchedMLP):
     parameters than inputs (177 for 64 at width 8) can interpolate those margins, as
     ``gauss_memo``'s interpolates its targets. Gradients by autograd on `losses()`."""
 
-    def __init__(self, task: str, B: int, seeds, n_samples: int = 64, dtype=torch.float64,
-                 data_seed: int = 0, hidden: int | None = None, device: str = "cpu"):  # fmt: skip
-        if task not in GAUSS_SMOOTHED_TASKS:
-            raise InputError(
-                f"task={task!r} is not allowed; choose one of {list(GAUSS_SMOOTHED_TASKS)}"
-            )
-        if hidden is None:
-            raise InputError("hidden=None is not allowed; give the student's width")
-        # the teacher task's student shapes (20, hidden, 1) and initialisation; its data replaced
-        super().__init__("teacher_mse", B, seeds, 1, dtype, data_seed, hidden, device)
-        self.task = task
+    ALLOWED = GAUSS_SMOOTHED_TASKS
+
+    def other_data(self, task, n_samples, data_seed, dtype):
         self.delta = GAUSS_SMOOTHED_TASKS[task]
         X, y = memorisation_data(n_samples, data_seed, dtype)
-        self.X, self.y = X.to(device), (y[:, 0] > 0).long().to(device)
+        return X, (y[:, 0] > 0).long()
 
     def losses(self, params=None) -> torch.Tensor:
         """Per-copy full-batch `smoothed_kl()` of the logits ``(0, z)``, shape ``(B,)``."""
@@ -847,9 +848,7 @@ class GaussianSmoothedMLP(BatchedMLP):
 
     def losses_and_grads(self, params) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Per-copy loss ``(B,)`` and each copy's gradient of its own loss (autograd)."""
-        mine = [p.detach().requires_grad_(True) for p in params]
-        L = self.losses(mine)
-        return L.detach(), list(torch.autograd.grad(L.sum(), mine))
+        return self._autograd_losses_and_grads(params)
 
 
 def task_model(task: str, *args, **kwargs):
