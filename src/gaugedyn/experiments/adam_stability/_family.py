@@ -93,6 +93,13 @@ targets) but shares the teacher tasks' student, inputs and loss: a second family
 A reading declared after it, not a candidate: ``digits_pc_memo`` (the same student and targets
 on the digits' top 20 principal components, whitened, 64 images) spikes too, in 17 of 28
 trained copies at the same four cells, so Gaussian inputs are not what the spikes need.
+
+Declared after ``gauss_memo`` was chosen, before any pilot of its own (session 16, the lead), as
+a reading of robustness to the inputs, not for the choice (appended after the chosen family,
+so `_family_pilot.choose()` cannot pick it): ``digits_pc_memo``, ``gauss_memo``'s student,
+targets, step size and ``eps`` on 64 digits images (their top 20 principal components,
+whitened). Its pilot answers whether the memorisation family meets the rule on real inputs as
+well; the published runs keep ``gauss_memo``.
 """
 
 from __future__ import annotations
@@ -129,6 +136,15 @@ CANDIDATES: dict[str, dict[str, Any]] = {
         "task": "gauss_memo",
         "hidden": 8,
         "n_samples": 128,
+        "lr": 1e-2,
+        "eps": 1e-8,
+    },
+    # declared after gauss_memo was chosen, before any pilot of its own: a reading of
+    # robustness to the inputs (module doc)
+    "digits_pc_memo": {
+        "task": "digits_pc_memo",
+        "hidden": 8,
+        "n_samples": 64,
         "lr": 1e-2,
         "eps": 1e-8,
     },
@@ -420,12 +436,14 @@ LOSSES = {
     "digits_ce": "cross-entropy",
     "digits_mse": "half the squared error to the one-hot labels",
     "gauss_memo": "half the squared error to i.i.d. standard normal targets (no teacher)",
+    "digits_pc_memo": "half the squared error to i.i.d. standard normal targets (no teacher)",
 }
 """The loss of each ``_batched`` task a candidate may name, in words (the pilot's tables)."""
 NETWORKS = {
     "digits_ce": "MLP 64-{hidden}-10 on {n_samples} digits",
     "digits_mse": "MLP 64-{hidden}-10 on {n_samples} digits",
     "gauss_memo": "MLP 20-{hidden}-1 on {n_samples} Gaussian inputs",
+    "digits_pc_memo": "MLP 20-{hidden}-1 on {n_samples} digits (top 20 components, whitened)",
 }
 """The network and data of each ``_batched`` task a candidate may name, in words (the pilot's
 tables; filled with the candidate's ``hidden`` and ``n_samples``)."""
