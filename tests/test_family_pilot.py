@@ -40,7 +40,11 @@ def test_the_mean_squared_candidates_follow_the_cross_entropy_ones_and_can_fit_e
     """The declared order: the two cross-entropy candidates (piloted first) and then the two
     mean-squared ones, each a realizable digits network: at least as many parameters as one-hot
     targets (`_batched`'s 64-hidden-10 MLP), run by `_batched`'s ``digits_mse``."""
-    from gaugedyn.experiments.adam_stability._batched import MEMORISATION_TASKS, TASKS
+    from gaugedyn.experiments.adam_stability._batched import (
+        DIGITS_MEMO_TASKS,
+        MEMORISATION_TASKS,
+        TASKS,
+    )
 
     assert list(_family.CANDIDATES)[:4] == ["digits_ce", "digits_ce_w16", "digits_mse",
                                             "digits_mse_n128"]  # fmt: skip
@@ -51,7 +55,7 @@ def test_the_mean_squared_candidates_follow_the_cross_entropy_ones_and_can_fit_e
         assert 64 * h + h + 10 * h + 10 >= 10 * t["n_samples"]
     assert _family.family_task("digits_mse", [2.0, 24, 200])["n_samples"] == 64
     assert _family.family_task("digits_mse_n128", [2.0, 24, 200])["n_samples"] == 128
-    programs = set(TASKS) | set(MEMORISATION_TASKS)
+    programs = set(TASKS) | set(MEMORISATION_TASKS) | set(DIGITS_MEMO_TASKS)
     assert {c["task"] for c in _family.CANDIDATES.values()} <= set(_family.LOSSES) <= programs
     assert set(_family.NETWORKS) == set(_family.LOSSES)
 
@@ -62,13 +66,17 @@ def test_the_memorisation_candidates_follow_and_can_interpolate_their_targets():
     are fitted exactly; the pilot table names its network and loss."""
     from gaugedyn.experiments.adam_stability._batched import MEMORISATION_DIM
 
-    assert list(_family.CANDIDATES)[4:] == ["gauss_memo", "gauss_memo_n128"]
+    assert list(_family.CANDIDATES)[4:] == ["gauss_memo", "gauss_memo_n128", "digits_pc_memo"]
     for name, n in (("gauss_memo", 64), ("gauss_memo_n128", 128)):
         t = _family.family_task(name, [2.0, 24, 200])
         assert (t["task"], t["hidden"], t["n_samples"], t["lr"], t["eps"]) == (
             "gauss_memo", 8, n, 1e-2, 1e-8)  # fmt: skip
         h = t["hidden"]
         assert (MEMORISATION_DIM + 1) * h + h + 1 > t["n_samples"]
+    # the reading on real inputs, appended after the chosen family: the choice cannot move
+    t = _family.family_task("digits_pc_memo", [2.0, 24, 200])
+    assert (t["task"], t["hidden"], t["n_samples"]) == ("digits_pc_memo", 8, 64)
+    assert _family_pilot.choose() == "gauss_memo"
     pilot = {"candidates": {"gauss_memo": _pilot(1)["candidates"]["digits_ce"]},
              "date": "d", "command": "c", "machine": "m"}  # fmt: skip
     for row in pilot["candidates"]["gauss_memo"]["rows"]:
