@@ -11,7 +11,9 @@ full rank 8, eta = 1, batch 1):
 2. the same with weight decay 0.1, ``lr2`` 0.5 and label noise 0.3 (the classical options);
 3. ``online_ode(..., method="compiled")`` to ``--t-max`` (default 1000) at ``--rtol`` (default
    ``online_ode``'s, 1e-9; ``atol = rtol / 100``), once, plain and with the options: CPU
-   seconds, right-hand sides evaluated, the flow's Jacobians
+   seconds, the right-hand sides LSODA asked for, the noise terms evaluated among them (fewer
+   where the noise term is held once per time point, `_online_ode.NOISE_LAG`; the rule is
+   recorded), the flow's Jacobians
    (`compiled_flow_jacobian`, counted) and any right-hand sides of the flow alone, without the
    noise term, evaluated apart, and the ratio of each to the plain compiled
    erf run (measured in the same process, same tolerances); a run is stopped, and marked
@@ -84,12 +86,25 @@ class _Budget(Exception):
 
 def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budget: int) -> dict:
     """Section 3: one compiled run to ``t_max``, its CPU and wall seconds and its right-hand
-    sides (counted by wrapping the compiled right-hand side: the whole ones, and apart the
-    flow's without the noise term that `flow_jacobian` differences); stopped, and marked
-    unfinished, after ``budget`` whole right-hand sides."""
-    count, flow, jacobians, limit = [0], [0], [0], [None]
+    sides (counted by wrapping the integration's `_online_ode.NoiseRule`: those LSODA asked
+    for; and the compiled right-hand side: the whole ones, each one noise term, and apart the
+    flow's without the noise term); stopped, and marked unfinished, after ``budget``
+    right-hand sides."""
+    count, flow, jacobians, limit, calls, rules = [0], [0], [0], [None], [0], []
     original = _online_ode.compiled_rhs
     original_jac = _online_ode.compiled_flow_jacobian
+    original_rule = _online_ode.NoiseRule
+
+    class Counted(original_rule):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            rules.append(self.rule)
+
+        def __call__(self, t, y):
+            calls[0] += 1
+            if limit[0] is not None and calls[0] > limit[0]:
+                raise _Budget
+            return super().__call__(t, y)
 
     def counting(*args, **kw):
         f = original(*args, **kw)
@@ -104,8 +119,6 @@ def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budge
 
         def g(t, y):
             count[0] += 1
-            if limit[0] is not None and count[0] > limit[0]:
-                raise _Budget
             return f(t, y)
 
         return g
@@ -124,8 +137,9 @@ def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budge
     tol = {} if rtol is None else {"rtol": rtol, "atol": rtol / 100}
     _online_ode.compiled_rhs = counting
     _online_ode.compiled_flow_jacobian = counting_jac
+    _online_ode.NoiseRule = Counted
     try:
-        count[0], limit[0] = 0, budget
+        calls[0], limit[0] = 0, budget
         try:  # compile, at the run's tolerances and budget (a stalled warm-up is bounded too)
             online_ode(problem, 1.0, times[:2], method="compiled", **tol, **options)
         except _Budget:
@@ -135,7 +149,8 @@ def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budge
             y0 = np.concatenate([a0, Q0.ravel(), R0.ravel()])
             wd, lr2 = options.get("weight_decay", 0.0), options.get("lr2", 1.0)
             original_jac(name, 4, 4, b, T, 1.0, wd, lr2)(0.0, y0)
-        count[0] = flow[0] = jacobians[0] = 0
+        count[0] = flow[0] = jacobians[0] = calls[0] = 0
+        rules.clear()
         c0, t0 = time.process_time(), time.perf_counter()
         finished = True
         try:
@@ -146,11 +161,14 @@ def trajectory(name: str, options: dict, t_max: float, rtol: float | None, budge
     finally:
         _online_ode.compiled_rhs = original
         _online_ode.compiled_flow_jacobian = original_jac
-    n = min(count[0], budget)
+        _online_ode.NoiseRule = original_rule
+    n = min(calls[0], budget)
     return {
         "cpu": cpu,
         "wall": wall,
         "rhs": n,
+        "noise_terms": count[0],
+        "noise_rule": rules[-1] if rules else None,
         "flow_rhs": flow[0],
         "jacobians": jacobians[0],
         "ms_per_rhs": 1e3 * cpu / max(n, 1),
@@ -207,7 +225,8 @@ def main(argv=None) -> int:
     }
     print(
         f"erf, compiled, to t = {args.t_max:g}: plain {erf['plain']['cpu']:.3f} CPU s "
-        f"({erf['plain']['rhs']} right-hand sides), options {erf['options']['cpu']:.3f} CPU s",
+        f"({erf['plain']['rhs']} right-hand sides, {erf['plain'].get('noise_terms', '?')} noise "
+        f"terms), options {erf['options']['cpu']:.3f} CPU s",
         flush=True,
     )
     rows = {}
@@ -229,7 +248,9 @@ def main(argv=None) -> int:
                 f"{name:11s} {k:8s} one rhs: compiled {1e3 * r['compiled']['cpu']:.1f} ms, "
                 f"reference {1e3 * r['reference']['cpu']:.1f} ms CPU ({r['ratio_cpu']:.1f}x), "
                 f"rel. diff {r['rel_diff']:.1e}; to t = {args.t_max:g}: {t['cpu']:.1f} CPU s "
-                f"({t['rhs']} rhs, {t.get('jacobians', 0)} compiled flow Jacobians and "
+                f"({t['rhs']} rhs, {t.get('noise_terms', t['rhs'])} noise terms"
+                f"{', ' + t['noise_rule'] if t.get('noise_rule') else ''}, "
+                f"{t.get('jacobians', 0)} compiled flow Jacobians and "
                 f"{t.get('flow_rhs', 0)} rhs of the flow alone, "
                 f"{t['ms_per_rhs']:.2f} ms per rhs; {t['to_erf_plain']:.0f}x erf)"
                 + ("" if t["finished"] else f"; unfinished at the budget of {args.budget} rhs"),

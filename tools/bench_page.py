@@ -248,6 +248,11 @@ def render_online_ode(record: dict) -> str:
                     f"{r['ratio_cpu']:.0f}x",
                     f"{r['rel_diff']:.1e}",
                     f"{t['cpu']:.2f} ({t['rhs']} rhs"
+                    + (
+                        f", {t['noise_terms']} noise terms ({t['noise_rule']})"
+                        if t.get("noise_terms", t["rhs"]) != t["rhs"]
+                        else ""
+                    )
                     + (f" and {t['flow_rhs']} of the flow alone" if t.get("flow_rhs") else "")
                     + (f", {t['jacobians']} flow Jacobians" if t.get("jacobians") else "")
                     + f", {_ms(t['ms_per_rhs'])} ms per rhs)"

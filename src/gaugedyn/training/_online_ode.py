@@ -65,10 +65,17 @@ one field folded), their orthant probabilities once per multiset of (field, scal
 by what the term needs (`gaugedyn.training._orthant.SMOOTHED_RULES`, 7 nodes along the run):
 about 2.5 ms per right-hand side; the Sobol rule's nodes, each field's four functions read
 from a table of piecewise polynomials (`field_table()`), about 0.8 ms more; far more accurate
-than the four-point rule late in a run. A run to t = 1000 at rtol 1e-8 (about 1,270
-right-hand sides) costs 5.0 CPU seconds, not one (``benchmarks/bench_online_ode.py``; load
-1.1, 2026-12-07): the floor is the control's exact term (2,586 four-field orthant
-probabilities, one one-dimensional integral each, no closed form). `online_ode()` checks a noise term by a rule (the
+than the four-point rule late in a run. A run to t = 1000 at rtol 1e-8 asks for about
+1,270 right-hand sides; evaluated whole at each it cost 5.0 CPU seconds
+(``benchmarks/bench_online_ode.py``; load 1.1, 2026-12-07). LSODA's corrector iterations at
+one time now reuse the noise term of the step's first state there (`NOISE_LAG`,
+`NoiseRule`: the same tolerance-level error against a run at rtol 1e-11): 828 noise terms,
+3.9 CPU seconds (with the options 646 and 2.8 s; ``bench_online_ode.py --rounds 2
+--t-max 1000 --rtol 1e-8 --budget 4000 --activations softplus,tanh``, 2026-12-08 00:57 UTC,
+load 2.9), still not one: the floor is the control's exact term (2,586 four-field orthant
+probabilities, one one-dimensional integral each, no closed form) at about one evaluation
+per step. Tanh's noise term is evaluated at every right-hand side: held once per time
+point, it took more steps and more CPU time (`NOISE_LAG`). `online_ode()` checks a noise term by a rule (the
 four-point quadrature or the Sobol rule) while it integrates (``noise_check``; `NoiseWatch`, declared by `NOISE_CHECK`):
 against Monte Carlo at the start and at each eighth of the horizon within 10% of the run's CPU
 time, warning once (`gaugedyn.NoiseTermWarning`) or raising where it is off by more than 10%.
@@ -1076,14 +1083,19 @@ side. LSODA's calls at one time after the first are the iterations of one step's
 the noise term held at the step's first (predicted) state there is a semi-implicit treatment
 of it (the predictor's error is of the order of the step's local error, and the noise term's
 Jacobian is already left out of the Newton matrix, `flow_jacobian()`), and the iteration then
-solves the equation whose Jacobian it has. Measured (K = M = 4 from
-``random_problem(50, ...)``, eta 1, batch 1, t = 0 to 1000, rtol 1e-8, atol 1e-10;
-2026-12-08, load 0.8 to 1.3): softplus, 1,271 noise terms (811 steps) once per time 828
-(800 steps), 4.7 CPU s to 3.5; with weight decay 0.1, lr2 0.5, label noise 0.3 1,086
-(594 steps) to 646 (617 steps), 4.1 s to 2.6; the states within 1.7e-8 of the largest
-component of each (against a run at rtol 1e-11 both within FIXME). Tanh is not lagged: its
-steps grew from 1,097 to 1,366 (options: 542 to 768) and its run took 0.63 to 0.76 CPU s
-(options 0.34 to 0.50): its noise term (about 0.2 ms) costs little beside the steps it adds."""
+solves an equation whose Jacobian it has. Measured (K = M = 4 from ``random_problem(50, ...)``,
+eta 1, batch 1, t = 0 to 1000 at 101 record times, rtol 1e-8, atol 1e-10; the options weight
+decay 0.1, lr2 0.5, label noise 0.3; 2026-12-08 00:51 to 00:54 UTC, load 0.7 to 1.3): softplus
+plain, 1,271 noise terms in 1,271 right-hand sides (811 steps, 4.7 CPU s) became 828 in 1,271
+(800 steps, 3.5 s); with the options 1,086 (594 steps, 4.1 s) became 646 in 1,127 (617 steps,
+2.6 s). The states are not within 1e-8 of the unlagged run's (1.7e-8 of the largest
+component at a record time), but the unlagged run is itself that far from the trajectory:
+against a run at rtol 1e-11 (atol 1e-13, every call) the unlagged run is 1.3e-8 off (options
+9.2e-9) and the lagged one 9.4e-9 (options 1.5e-8), the same tolerance-level error, so the
+comparison that decides is with the tight run. Tried and dropped: tanh, whose steps grew
+from 1,097 to 1,366 (options 542 to 768), CPU from 0.63 s to 0.76 (options 0.34 to 0.50),
+and error against the tight run from 1.4e-8 to 5.6e-8 (options 2.0e-8 to 6.0e-8): its noise
+term (about 0.2 ms) costs little beside the steps the lag adds."""
 
 
 class NoiseRule:
@@ -1301,7 +1313,9 @@ def online_ode(
     compiled right-hand side at ``K = M = 4``, a run to t = 1000 at rtol 1e-8 under a CPU
     second); for softplus the same rule at $2^{12}$ nodes with a mixture of Gaussian-smoothed
     ReLUs as control, its noise term exact by orthant moments (`RELU_MIXTURES`; about 3.5 ms
-    per compiled right-hand side at ``K = M = 4``, 2.5 of them the control's exact term); for
+    per compiled right-hand side at ``K = M = 4``, 2.5 of them the control's exact term),
+    evaluated once per time point of the integration, LSODA's corrector iterations there
+    reusing it (`NOISE_LAG`, `NoiseRule`; the record's ``"integration"``); for
     another smooth activation whose fields
     have rank above 4 it is hundreds of four-point Gauss-Hermite integrals of $10^4$ nodes each
     (compiled, about 0.07 CPU s per right-hand side there; the reference: seconds), whose
@@ -1353,11 +1367,17 @@ def online_ode(
     Returns
     -------
     dict
-        ``{"t": (T,), "a": (T, K), "Q": (T, K, K), "R": (T, K, M), "noise_check": dict}``;
+        ``{"t": (T,), "a": (T, K), "Q": (T, K, K), "R": (T, K, M), "noise_check": dict,
+        "integration": dict}``;
         ``"noise_check"`` is the check's outcome (`NoiseWatch.record()`: each check's time and
         relative disagreement, the largest, ``"passed"``), or, where nothing was checked,
         ``{"mode", "method", "checks": [], "passed": None}`` with ``method`` the noise term's
-        (``None`` without it).
+        (``None`` without it). ``"integration"`` is ``{"integrator", "noise_rule", "rhs",
+        "noise_terms"}`` (`NoiseRule.record()`): ``"LSODA"`` (compiled) or ``"DOP853"``
+        (reference), the rule of `NOISE_RULES` by which the noise term entered the right-hand
+        sides (``"once_per_time"`` for the compiled activations of `NOISE_LAG`), the
+        right-hand sides the integrator asked for and the noise terms evaluated among them
+        (``None``, 0, 0 where only the start was asked for).
 
     Raises
     ------
