@@ -171,3 +171,18 @@ def test_a_recorder_row_names_its_allocator_and_faults():
     }
     assert tool._allocator(default) == "default (515 / 170)"
     assert tool._allocator({}) == "default"
+
+
+def test_an_online_ode_row_names_its_noise_terms_where_fewer_than_its_rhs():
+    """A run whose noise term was held once per time point shows its noise terms and the rule;
+    a run evaluating it at every right-hand side, or from before the count, reads as before."""
+    tool = _tool()
+    record = json.loads((ROOT / "benchmarks/results/online_ode_softplus.json").read_text())
+    before = tool.render_online_ode(record)
+    assert "noise terms" not in before
+    run = record["data"]["activations"]["softplus"]["run"]
+    run["plain"] |= {"noise_terms": 828, "noise_rule": "once_per_time"}
+    run["options"] |= {"noise_terms": run["options"]["rhs"], "noise_rule": "every_call"}
+    after = tool.render_online_ode(record)
+    assert f"({run['plain']['rhs']} rhs, 828 noise terms (once_per_time)" in after
+    assert after.count("noise terms") == 1
