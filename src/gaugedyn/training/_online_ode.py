@@ -1098,7 +1098,12 @@ and error against the tight run from 1.4e-8 to 5.6e-8 (options 2.0e-8 to 6.0e-8)
 term (about 0.2 ms) costs little beside the steps the lag adds, and they are added in LSODA's
 stiff phase: held only from its first Jacobian on, tanh took 1,317 steps and 0.62 to 0.68 CPU
 s against 1,097 and 0.60 to 0.63 (three interleaved repeats, 2026-12-08 01:03 UTC, load
-4.2)."""
+4.2). ReLU and leaky ReLU (the orthant moments, 0.25 to 0.4 ms) not adopted either: lagged,
+their noise terms fell (leaky ReLU 1,497 to 1,262, options 1,283 to 779; ReLU 1,539 to 1,084,
+options 1,009 to 840) but their steps grew (972 to 1,195, 699 to 742, 976 to 1,023, 640 to
+794), the CPU time fell from 0.22-0.37 s to 0.20-0.33 s in single runs (01:05 UTC, load 3.5),
+both already under a second, and their runs at rtol 1e-11 to judge the error did not finish
+in ten minutes (the kinks)."""
 
 
 class NoiseRule:
