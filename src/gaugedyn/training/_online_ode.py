@@ -75,7 +75,9 @@ one time now reuse the noise term of the step's first state there (`NOISE_LAG`,
 load 2.9), still not one: the floor is the control's exact term (2,586 four-field orthant
 probabilities, one one-dimensional integral each, no closed form) at about one evaluation
 per step. Tanh's noise term is evaluated at every right-hand side: held once per time
-point, it took more steps and more CPU time (`NOISE_LAG`). `online_ode()` checks a noise term by a rule (the
+point, it took more steps and more CPU time (`NOISE_LAG`). An explicit integrator needs a
+noise term at every stage: ``solve_ivp`` with DOP853 had used 1,300 right-hand sides by
+t = 137, RK45 by t = 80 (softplus, the same tolerances; 2026-12-08 01:07 UTC, load 2.5). `online_ode()` checks a noise term by a rule (the
 four-point quadrature or the Sobol rule) while it integrates (``noise_check``; `NoiseWatch`, declared by `NOISE_CHECK`):
 against Monte Carlo at the start and at each eighth of the horizon within 10% of the run's CPU
 time, warning once (`gaugedyn.NoiseTermWarning`) or raising where it is off by more than 10%.
