@@ -1103,7 +1103,7 @@ against 0, 126, 252, 376 and 730 unlagged (options: 0, 139, 921 against 0, 125, 
 902; 00:58 UTC, load 3.2), every check passed. Not tried, by this count: a Jacobian of the
 noise term (say differences of a cheap surrogate) for the Newton matrix; once per time point
 the corrector iterations evaluate no noise term, and what remains is one per step attempt
-(800 steps, 28 retries), which a Newton matrix does not set. Tried and dropped: tanh, whose steps grew
+(828 noise terms for 800 steps), which a Newton matrix does not set. Tried and dropped: tanh, whose steps grew
 from 1,097 to 1,366 (options 542 to 768), CPU from 0.63 s to 0.76 (options 0.34 to 0.50),
 and error against the tight run from 1.4e-8 to 5.6e-8 (options 2.0e-8 to 6.0e-8): its noise
 term (about 0.2 ms) costs little beside the steps the lag adds, and they are added in LSODA's
