@@ -181,8 +181,18 @@ def test_the_comparison_meets_the_bar_only_with_every_verdict_and_small_shifts()
     other["claims"][0] = _finding("finding:a:x", "depends on the reading", 1.1, 0.1, 2.1, flip)
     c = bx.compare(base, other)
     assert not c["meets"] and c["findings_agree"] == 1 and c["readings_agree"] == 2
+    other["claims"].append(
+        {"id": "grid.check", "kind": "check", "passed": False, "measured": 5e-4, "tolerance": 1e-4}
+    )
+    base["claims"].append(
+        {"id": "grid.check", "kind": "check", "passed": True, "measured": 1e-7, "tolerance": 1e-4}
+    )
     lines = bx.table({"float32": base, "bfloat16": other})
     assert "is **not met**" in lines[0] and "**depends on the reading**" in "\n".join(lines)
+    assert (
+        "bfloat16 run's 0 of 1 checks passed; failed: `grid.check` (measured 0.0005, " in lines[0]
+    )
+    assert "(the float32 run's 1 of 1 checks passed)" in lines[0]
     assert bx.table({"float32": base, "bfloat16": None})[0].startswith(
         "Not published yet: bfloat16"
     )

@@ -7,7 +7,8 @@
 beside the published float32 run's: per finding, both verdicts, both estimates and intervals (the
 ``current/squared`` reading's, as a finding shows them), the largest shift of any reading's
 estimate as a fraction of float32's interval width, and how many readings keep their verdict;
-above the table, whether the reading meets section 12's bar (`_protocol.MATMUL_SHIFT_TOL`).
+above the table, whether the reading meets section 12's bar (`_protocol.MATMUL_SHIFT_TOL`) and
+how many of each run's checks passed (a failed one named with its value and tolerance).
 """
 
 from __future__ import annotations
@@ -107,6 +108,21 @@ def compare(base: dict, other: dict) -> dict:
     }
 
 
+def checks(summary: dict) -> str:
+    """One sentence: how many of a run's checks passed, and each failed one with its measured
+    value and tolerance."""
+    got = [c for c in summary.get("claims", []) if c.get("kind") == "check"]
+    failed = [c for c in got if not c.get("passed")]
+    text = f"{len(got) - len(failed)} of {len(got)} checks passed"
+    if failed:
+        text += "; failed: " + ", ".join(
+            f"`{c['id']}` (measured {_num(c.get('measured'))}, tolerance "
+            f"{_num(c.get('tolerance'))})"
+            for c in failed
+        )
+    return text
+
+
 def _num(x) -> str:
     return "-" if x is None else f"{float(x):.4g}"
 
@@ -138,7 +154,7 @@ def table(runs: dict[str, dict | None]) -> list[str]:
         f"(`{c['largest_at']}`). Section 12's bar (every verdict of every reading the same, every "
         f"shift at most {MATMUL_SHIFT_TOL:.0%}) is **{'met' if c['meets'] else 'not met'}**"
         + (f"; findings of one run only: {', '.join(c['missing'])}" if c["missing"] else "")
-        + ".",
+        + f". The bfloat16 run's {checks(other)} (the float32 run's {checks(base)}).",
         "",
         "| finding | float32 | bfloat16 | float32 estimate [interval] | bfloat16 estimate "
         "[interval] | largest shift / width | readings agreeing |",
