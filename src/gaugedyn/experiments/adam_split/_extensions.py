@@ -65,7 +65,9 @@ def compare(base: dict, other: dict) -> dict:
     ``missing`` (findings of one run only) and ``meets`` (every verdict of every reading equal
     and every shift at most `MATMUL_SHIFT_TOL`)."""
     a, b = _findings(base), _findings(other)
-    rows, agree, r_agree, r_total = [], 0, 0, 0
+    rows: list[dict] = []
+    row_shifts: list[float] = []
+    agree, r_agree, r_total = 0, 0, 0
     largest, where = 0.0, None
     for fid in a:
         if fid not in b:
@@ -79,6 +81,7 @@ def compare(base: dict, other: dict) -> dict:
             largest, where = shift, fid
         agree += a[fid].get("verdict") == b[fid].get("verdict")
         r_agree, r_total = r_agree + same, r_total + len(ra)
+        row_shifts.append(shift)
         rows.append(
             {
                 "id": fid,
@@ -94,7 +97,7 @@ def compare(base: dict, other: dict) -> dict:
         not missing
         and agree == len(rows)
         and r_agree == r_total
-        and all(not math.isnan(r["shift"]) and r["shift"] <= MATMUL_SHIFT_TOL for r in rows)
+        and all(not math.isnan(x) and x <= MATMUL_SHIFT_TOL for x in row_shifts)
     )
     return {
         "rows": rows,
