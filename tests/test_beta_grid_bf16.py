@@ -187,15 +187,26 @@ def test_the_comparison_meets_the_bar_only_with_every_verdict_and_small_shifts()
     base["claims"].append(
         {"id": "grid.check", "kind": "check", "passed": True, "measured": 1e-7, "tolerance": 1e-4}
     )
-    lines = bx.table({"float32": base, "bfloat16": other})
-    assert "is **not met**" in lines[0] and "**depends on the reading**" in "\n".join(lines)
+    lines = bx.table({"published": base, "float32": base, "bfloat16": other})
+    assert "is **not met**" in lines[2] and "**depends on the reading**" in "\n".join(lines)
     assert (
-        "bfloat16 run's 0 of 1 checks passed; failed: `grid.check` (measured 0.0005, " in lines[0]
+        "bfloat16 run's 0 of 1 checks passed; failed: `grid.check` (measured 0.0005, " in lines[2]
     )
-    assert "(the float32 run's 1 of 1 checks passed)" in lines[0]
-    assert bx.table({"float32": base, "bfloat16": None})[0].startswith(
+    assert "(the float32 run's 1 of 1 checks passed)" in lines[2]
+    assert lines[0].startswith("The fresh float32 run (`c`, d) has the published run's per-seed")
+    assert bx.table({"published": base, "float32": base, "bfloat16": None})[0].startswith(
         "Not published yet: bfloat16"
     )
+
+
+def test_same_values_counts_findings_with_equal_per_seed_values():
+    from gaugedyn.experiments.adam_split import _extensions as bx
+
+    a = _summary(_finding("finding:a", "HELD", 1, 0, 2), _finding("finding:b", "HELD", 1, 0, 2))
+    b = _summary(_finding("finding:a", "HELD", 1, 0, 2), _finding("finding:b", "HELD", 1, 0, 2))
+    a["claims"][0]["per_seed"] = b["claims"][0]["per_seed"] = [0.1, 0.2]
+    a["claims"][1]["per_seed"], b["claims"][1]["per_seed"] = [0.1, 0.2], [0.1, 0.25]
+    assert bx.same_values(a, b) == (1, 2)
 
 
 def test_the_grid_declares_the_reading_and_leaves_float32_tasks_as_they_were():

@@ -1,14 +1,16 @@
-"""``beta_grid``'s declared extension, the bfloat16 reading of its stacked pass
+"""``beta_grid``'s declared extensions, the bfloat16 reading of its stacked pass
 (``PROTOCOL.md`` section 12), and the table that compares its run with float32's.
 
 `EXTENSIONS` declares the reading as a run of the experiment with one setting changed
-(``gaugedyn run simulations/beta_grid.toml --set matmul=bfloat16``); ``gaugedyn publish
---add`` stores it under ``results-data/beta_grid/extensions/``, and `table()` sets its findings
-beside the published float32 run's: per finding, both verdicts, both estimates and intervals (the
-``current/squared`` reading's, as a finding shows them), the largest shift of any reading's
-estimate as a fraction of float32's interval width, and how many readings keep their verdict;
-above the table, whether the reading meets section 12's bar (`_protocol.MATMUL_SHIFT_TOL`) and
-how many of each run's checks passed (a failed one named with its value and tolerance).
+(``gaugedyn run simulations/beta_grid.toml --set matmul=bfloat16``), and float32 run afresh by
+the same code (``--set matmul=float32``); ``gaugedyn publish --add`` stores both under
+``results-data/beta_grid/extensions/``. `table()` states each run's agreement with the
+published (re-judged) run, then sets the bfloat16 run's findings beside the fresh float32
+run's: per finding, both verdicts, both estimates and intervals (the ``current/squared``
+reading's, as a finding shows them), the largest shift of any reading's estimate as a fraction
+of float32's interval width, and how many readings keep their verdict; above the table, whether
+the reading meets section 12's bar (`_protocol.MATMUL_SHIFT_TOL`) and how many of each run's
+checks passed (a failed one named with its value and tolerance).
 """
 
 from __future__ import annotations
@@ -18,11 +20,15 @@ import math
 from ._protocol import MATMUL_SHIFT_TOL
 
 EXTENSIONS: dict[str, dict] = {
-    "float32": {},
+    "published": {},
+    "float32": {"matmul": "float32"},
     "bfloat16": {"matmul": "bfloat16"},
 }
-"""The declared extensions (name -> the settings changed): ``float32`` is the published run
-itself; ``bfloat16`` the reading of ``PROTOCOL.md`` section 12, declared before any run of it."""
+"""The declared extensions (name -> the settings changed): ``published`` is the published run
+itself; ``float32`` the same configuration run afresh by the code that runs the reading (its
+tasks are the published run's, its findings judged as a fresh run judges them: the published
+run was re-judged by ``gaugedyn rejudge``); ``bfloat16`` the reading of ``PROTOCOL.md``
+section 12, declared before any run of it (``float32`` added after it ran, section 12)."""
 
 
 def _findings(summary: dict) -> dict[str, dict]:
@@ -126,6 +132,11 @@ def checks(summary: dict) -> str:
     return text
 
 
+def _when(summary: dict) -> str:
+    pub = summary.get("published") or {}
+    return f"`{pub.get('command', 'command not recorded')}`, {pub.get('date', 'date not recorded')}"
+
+
 def _num(x) -> str:
     return "-" if x is None else f"{float(x):.4g}"
 
@@ -136,21 +147,37 @@ def _est(e, iv) -> str:
     return f"{_num(e)} [{_num(iv[0])}, {_num(iv[1])}]"
 
 
+def same_values(a: dict, b: dict) -> tuple[int, int]:
+    """(findings whose per-seed values are equal in both runs, findings of both)."""
+    fa, fb = _findings(a), _findings(b)
+    both = [k for k in fa if k in fb]
+    return sum(fa[k].get("per_seed") == fb[k].get("per_seed") for k in both), len(both)
+
+
 def table(runs: dict[str, dict | None]) -> list[str]:
-    """Markdown lines: the bfloat16 run's findings beside float32's (module docstring), or a
-    sentence naming the run that is not published."""
-    base, other = runs.get("float32"), runs.get("bfloat16")
-    if base is None or other is None:
+    """Markdown lines: the bfloat16 run's findings beside the fresh float32 run's (module
+    docstring), after a sentence on each against the published run; or a sentence naming the
+    runs not published."""
+    base, other, pub = runs.get("float32"), runs.get("bfloat16"), runs.get("published")
+    if base is None or other is None or pub is None:
         absent = [k for k in EXTENSIONS if runs.get(k) is None]
         return [
             f"Not published yet: {', '.join(absent)} (`gaugedyn run simulations/beta_grid.toml "
-            "--set matmul=bfloat16`, then `gaugedyn publish --add`)."
+            "--set matmul=NAME`, then `gaugedyn publish --add`)."
         ]
     c = compare(base, other)
-    pub = other.get("published") or {}
+    fresh, of = same_values(pub, base)
+    p32, p16 = compare(pub, base), compare(pub, other)
     lines = [
-        f"The bfloat16 reading (`{pub.get('command', 'command not recorded')}`, "
-        f"{pub.get('date', 'date not recorded')}) against the published float32 run: "
+        f"The fresh float32 run ({_when(base)}) has the published run's per-seed values in "
+        f"{fresh} of {of} findings; {p32['findings_agree']} of {len(p32['rows'])} findings and "
+        f"{p32['readings_agree']} of {p32['readings']} readings keep the published verdict, "
+        f"largest shift of an estimate {p32['largest_shift']:.1%} of the published interval "
+        "width. The bfloat16 run against the published one: "
+        f"{p16['findings_agree']} of {len(p16['rows'])} findings and {p16['readings_agree']} of "
+        f"{p16['readings']} readings keep their verdict.",
+        "",
+        f"The bfloat16 reading ({_when(other)}) against the fresh float32 run: "
         f"**{c['findings_agree']} of {len(c['rows'])}** findings keep their verdict and "
         f"**{c['readings_agree']} of {c['readings']}** readings theirs; the largest shift of an "
         f"estimate is **{c['largest_shift']:.1%}** of float32's 95% interval width "
