@@ -614,6 +614,73 @@ def render_full_runs(record: dict) -> str:
     )
 
 
+def _bf16_ratio(x: list[float]) -> str:
+    return f"{x[1]:.2f}x [{x[0]:.2f}, {x[2]:.2f}]"
+
+
+def render_beta_grid_bf16(record: dict) -> str:
+    """The beta grid's stacked pass and whole program, float32 against bfloat16
+    (``benchmarks/bench_beta_grid_bf16.py``), with the verdict the benchmark stored
+    (``faster``: its rule in the benchmark's ``faster()``)."""
+    d = record["data"]
+    P, G = d["pass"], d["program"]
+    rows = []
+    for t in d["tasks"]:
+        p, g = P["rows"][t], G["rows"][t]
+        rows.append(
+            [
+                t,
+                f"{1e3 * p['float32']['cpu']:.1f}",
+                f"{1e3 * p['bfloat16']['cpu']:.1f}",
+                _bf16_ratio(p["ratio"]["cpu"]),
+                f"{g['float32']['cpu']:.2f}",
+                f"{g['bfloat16']['cpu']:.2f}",
+                _bf16_ratio(g["ratio"]["cpu"]),
+                f"{d['loss_rel_diff'][t]:.1e}",
+            ]
+        )
+    p, g = P["total"], G["total"]
+    rows.append(
+        [
+            "**all tasks**",
+            f"{1e3 * p['float32']['cpu']:.1f}",
+            f"{1e3 * p['bfloat16']['cpu']:.1f}",
+            f"**{_bf16_ratio(p['ratio']['cpu'])}**",
+            f"{g['float32']['cpu']:.2f}",
+            f"{g['bfloat16']['cpu']:.2f}",
+            f"**{_bf16_ratio(g['ratio']['cpu'])}**",
+            "",
+        ]
+    )
+    cols = [
+        "task",
+        "pass float32, CPU ms",
+        "pass bfloat16, CPU ms",
+        "pass float32 / bfloat16",
+        f"{d['steps']} steps float32, CPU s",
+        f"{d['steps']} steps bfloat16, CPU s",
+        "program float32 / bfloat16",
+        "largest relative loss difference",
+    ]
+    verdict = (
+        "**bfloat16 is faster** over the whole program in every round (CPU time, all tasks)"
+        if d["faster"]
+        else "**bfloat16 is not faster** over the whole program in every round (CPU time, all "
+        "tasks)"
+    )
+    return (
+        provenance(record)
+        + f"\n\n{d['copies']} copies per task (the full grid, {len(d['betas'])} x "
+        f"{len(d['betas'])} cells x {d['seeds']} seeds), {d['threads']} thread; bfloat16: "
+        f"{d['bfloat16']}. Pass: medians of {d['pass_rounds']} rounds; program "
+        f"(`train_copies`, {d['steps']} steps with the corner reference copies and two "
+        f"evaluations per copy): medians of {d['rounds']} rounds; ratios: median "
+        "[smallest, largest] of the per-round ratios. Wall-time ratios over all tasks: pass "
+        f"{_bf16_ratio(p['ratio']['wall'])}, program {_bf16_ratio(g['ratio']['wall'])}. "
+        f"{verdict}.\n\n" + _table(cols, rows)
+    )
+
+
 def render_transcribed(record: dict) -> str:
     out = [f"{record['source']} Machine: {record['machine']['cpu']}."]
     for sec in record["sections"]:
@@ -634,6 +701,7 @@ RENDER = {
     "prototypes_full": lambda rs: "\n\n".join(render_prototypes_full(r) for r in rs),
     "spike_multiverse": lambda rs: "\n\n".join(render_spike_multiverse(r) for r in rs),
     "full_runs": lambda rs: "\n\n".join(render_full_runs(r) for r in rs),
+    "beta_grid_bf16": lambda rs: "\n\n".join(render_beta_grid_bf16(r) for r in rs),
     "transcribed": lambda rs: "\n\n".join(render_transcribed(r) for r in rs),
 }
 """How each family of stored runs (``benchmarks/results/NAME*.json``) is shown."""

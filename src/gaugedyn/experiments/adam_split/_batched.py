@@ -60,6 +60,7 @@ from ...adam import (
     batched_adam_step,
     reading_sums,
 )
+from ._protocol import MATMUL
 from ._stacked import STACKED
 from .tasks import TASKS, _seed_int, _setup
 
@@ -104,6 +105,7 @@ def train_copies(
     dtype=torch.float32,
     threads: int | None = 1,
     forward: str | None = None,
+    matmul: str = "float32",
 ) -> dict:
     """Train ``copies = [(beta1, beta2, seed), ...]`` of ``task`` as one program (module
     docstring); ``reference``: indices of the copies also split by the float64 reference.
@@ -122,10 +124,23 @@ def train_copies(
     ``forward``: ``"stacked"`` (one pass over every copy, `STACKED`; the default where
     the task has one) or ``"loop"`` (each copy's own module in turn; the default otherwise, and
     the path whose trajectories are bitwise ``torch.optim.Adam``'s).
+
+    ``matmul``: the precision of the stacked pass (`_protocol.MATMUL`): ``"float32"``, or
+    ``"bfloat16"``, the stacked forward pass under ``torch.autocast(dtype=torch.bfloat16)`` on
+    the buffers' device (float32 buffers and the stacked path only), its outputs cast back to
+    float32 before each copy's loss; the update, the sums and the reference are unchanged.
     """
     if task not in TASKS:
         raise InputError(f"task={task!r} is not allowed; choose one of {list(TASKS)}")
     forward = forward_of(task, forward)
+    if matmul not in MATMUL:
+        raise InputError(f"matmul={matmul!r} is not allowed; choose one of {list(MATMUL)}")
+    if matmul != "float32" and (forward != "stacked" or dtype != torch.float32):
+        raise InputError(
+            f"matmul={matmul!r} is not allowed with forward={forward!r} and dtype={dtype}: "
+            "the bfloat16 reading is of the stacked pass over float32 copies; allowed: "
+            "matmul='float32', or forward='stacked' with dtype=torch.float32"
+        )
     if int(steps) < 1:
         raise InputError(f"steps={steps!r} is not allowed; use an integer >= 1")
     copies = [(float(b1), float(b2), _seed_int(s)) for b1, b2, s in copies]
@@ -140,12 +155,13 @@ def train_copies(
         raise InputError(
             f"reference={bad} is not allowed; copy indices lie in [0, {len(copies) - 1}]"
         )
+    args = (task, copies, int(steps), float(lr), reference, eps, device, dtype, forward, matmul)
     if threads is None:
-        return _train(task, copies, int(steps), float(lr), reference, eps, device, dtype, forward)
+        return _train(*args)
     before = torch.get_num_threads()
     torch.set_num_threads(int(threads))
     try:
-        return _train(task, copies, int(steps), float(lr), reference, eps, device, dtype, forward)
+        return _train(*args)
     finally:
         torch.set_num_threads(before)
 
@@ -180,7 +196,7 @@ def copy_losses(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return ce(out.reshape(-1, out.shape[-1]), y.reshape(-1), reduction="none").view(B, -1).mean(1)
 
 
-def _train(task, copies, steps, lr, reference, eps, device, dtype, forward):
+def _train(task, copies, steps, lr, reference, eps, device, dtype, forward, matmul):
     B = len(copies)
     built = [_build(task, s, dtype, device) for _, _, s in copies]
     models = [b[0] for b in built]
@@ -214,7 +230,7 @@ def _train(task, copies, steps, lr, reference, eps, device, dtype, forward):
         if forward == "loop":
             _loop_step(built, grad, losses, stop, t)
         else:
-            grads = _stacked_step(task, built, flat, shapes, sizes, losses, stop, t)
+            grads = _stacked_step(task, built, flat, shapes, sizes, losses, stop, t, matmul)
         with torch.no_grad():
             before = ref.rows(flat)
             factors = adam_factors(t, lr=lr, betas=betas, op_order="torch", like=flat).shaped(
@@ -250,6 +266,7 @@ def _train(task, copies, steps, lr, reference, eps, device, dtype, forward):
         "nonfinite_step": stop,
         "n_params": P,
         "forward": forward,
+        "matmul": matmul,
         **ref.result(stop, sums),
     }
 
@@ -277,11 +294,23 @@ def _loop_step(built, grad, losses, stop, t: int) -> None:
             grad[c].zero_()
 
 
-def _stacked_step(task, built, flat, shapes, sizes, losses, stop, t: int) -> list:
+def stacked_losses(task: str, model0, block: list, x, y, matmul: str = "float32"):
+    """Each copy's minibatch loss ``(B,)`` by one stacked pass (`STACKED`) of ``task`` over the
+    stacked parameters ``block`` on inputs ``x`` and targets ``y``; ``matmul="bfloat16"``: the
+    pass under ``torch.autocast`` to bfloat16 on the parameters' device, its outputs cast back
+    to the parameters' dtype before the losses (`_protocol.MATMUL`)."""
+    dtype = block[0].dtype
+    with torch.autocast(block[0].device.type, torch.bfloat16, enabled=matmul == "bfloat16"):
+        out = STACKED[task](model0, block)(x)
+    return copy_losses(task, out.to(dtype), y)
+
+
+def _stacked_step(task, built, flat, shapes, sizes, losses, stop, t: int, matmul: str) -> list:
     """Step 1 by one stacked pass (`STACKED`) over every copy: the gradients ``(B, n_j)``
     of the summed per-copy losses with respect to each parameter's columns of the flat buffer,
     rows of stopped copies zero. Every copy draws its own minibatch from its own generator, as
-    in the loop."""
+    in the loop. ``matmul="bfloat16"``: the stacked pass under autocast to bfloat16
+    (`train_copies()`), its outputs back in the buffer's dtype before the losses."""
     B = flat.shape[0]
     live = np.flatnonzero(stop < 0)
     if not live.size:
@@ -297,7 +326,7 @@ def _stacked_step(task, built, flat, shapes, sizes, losses, stop, t: int) -> lis
     values, parts = [], []
     for lo in range(0, B, n):  # one stacked pass per block of copies (STACK_BLOCK)
         block = [p[lo : lo + n] for p in params]
-        loss = copy_losses(task, STACKED[task](built[0][0], block)(x[lo : lo + n]), y[lo : lo + n])
+        loss = stacked_losses(task, built[0][0], block, x[lo : lo + n], y[lo : lo + n], matmul)
         values.append(loss.detach().cpu().numpy().astype(float))
         parts.append(torch.autograd.grad(loss.sum(), block))
     value = np.concatenate(values)

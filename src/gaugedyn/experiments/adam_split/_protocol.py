@@ -60,6 +60,22 @@ REFERENCE_SETS = ("corners", "all")
 SUM_TOL = 1e-12
 """The five parts of a split sum to its update to this relative error (float64 reference; both
 experiments)."""
+MATMUL: dict[str, str] = {
+    "float32": "every product of the stacked pass in float32 (the protocol's findings)",
+    "bfloat16": "the stacked forward pass under torch's autocast to bfloat16 (its matrix "
+    "products and convolutions on bfloat16 operands, accumulated in float32 by the CPU's "
+    "bfloat16 dot-product instructions, their outputs and the elementwise work that follows "
+    "them in bfloat16; the attention and the loss in float32); Adam's update, the split sums "
+    "and the reference in float32 and float64 as before (PROTOCOL.md section 12: a declared "
+    "reading, compared with float32)",
+}
+"""The precisions of the beta grid's stacked forward pass (``beta_grid``'s ``matmul``):
+``"float32"`` is the protocol's; ``"bfloat16"`` the reading of ``PROTOCOL.md`` section 12,
+declared before any run of it."""
+MATMUL_SHIFT_TOL = 0.1
+"""The bfloat16 reading agrees with float32 when every finding and reading has float32's verdict
+and every estimate lies within this fraction of float32's 95% interval's width of float32's
+estimate (``PROTOCOL.md`` section 12; section 11's bar for the stacked pass)."""
 
 FINDING_MEASURES: dict[str, Measure] = {
     "finding:*:sign_dominated_tied:*": Measure(

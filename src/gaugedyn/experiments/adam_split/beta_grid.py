@@ -37,6 +37,10 @@ default, or every copy) are also split every step by the reference
   claimed side (`gaugedyn.harness._verdicts.margin_value()`). A configuration other than
   the full one prints every finding as "provisional (quick)" (or "provisional (reduced
   configuration)").
+
+``matmul = "bfloat16"`` is the reading of ``PROTOCOL.md`` section 12, declared before any run
+of it: the stacked forward pass under torch's autocast to bfloat16, run as the declared
+extension ``bfloat16`` and compared with the float32 findings (`._extensions.table()`).
 """
 
 from __future__ import annotations
@@ -46,10 +50,11 @@ from typing import Any
 from ..._errors import InputError
 from ...harness import Choice, Experiment, Param
 from ...harness import configuration_label as _protocol_label
+from . import _extensions as bx
 from ._controls import grid_controls
 from ._figures import plot_heatmaps, plot_update_norms, plot_verdicts
 from ._grid_analysis import analyse_grid, expand
-from ._protocol import FINDING_MEASURES, PROTOCOL, REFERENCE_SETS, TASKS, copies_of
+from ._protocol import FINDING_MEASURES, MATMUL, PROTOCOL, REFERENCE_SETS, TASKS, copies_of
 
 FULL_KEYS = ("tasks", "beta1s", "beta2s", "seeds", "steps", "lr", "skip")
 
@@ -146,6 +151,14 @@ class BetaGrid(Experiment):
             why="at least half of the steps are measured",
             help="start-up fraction of steps left out of every step mean",
         ),
+        "matmul": Param(
+            str,
+            "float32",
+            choices=tuple(MATMUL),
+            help="precision of the stacked forward pass: 'float32' (the protocol's) or "
+            "'bfloat16' (PROTOCOL.md section 12's declared reading: torch's autocast, compared "
+            "with float32 as the extension table)",
+        ),
         "device": Param(
             str,
             "cpu",
@@ -184,6 +197,12 @@ class BetaGrid(Experiment):
         ),
     }
 
+    extensions = bx.EXTENSIONS
+
+    def extension_table(self, runs):
+        """The bfloat16 reading's findings beside float32's (`._extensions.table()`)."""
+        return bx.table(runs)
+
     def controls(self, config):
         return grid_controls(config)
 
@@ -214,6 +233,8 @@ class BetaGrid(Experiment):
         }
         if device != "cpu":
             common["device"] = device
+        if config.get("matmul", "float32") != "float32":  # float32's tasks stay as they were
+            common["matmul"] = str(config["matmul"])
         return [{"task": t, **common} for t in config["tasks"]]
 
     def run_task(self, task, seed):
@@ -231,6 +252,7 @@ class BetaGrid(Experiment):
             lr,
             reference=reference_copies(task),
             device=task.get("device", "cpu"),
+            matmul=task.get("matmul", "float32"),
         )
         return {**out, "lr": float(lr)}
 
