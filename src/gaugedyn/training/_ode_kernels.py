@@ -41,7 +41,15 @@ import numba
 import numpy as np
 
 from ._online_kernels import _INV_SQRT2, _SQRT_2_OVER_PI, erf_i4, g, g_prime, g_second
-from ._orthant import piecewise_noise, smoothed_orthant4, smoothed_relu_moment
+from ._orthant import (
+    piecewise_noise,
+    plackett_batch,
+    plackett_setup,
+    smoothed_correlations,
+    smoothed_moments,
+    smoothed_orthant4,
+    smoothed_relu_moment,
+)
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
@@ -413,6 +421,15 @@ def mixture_sums(C, c, K, control, E, store):
     size = (items + 3) * (items + 2) * (items + 1) * items // 24 if store else 1
     cache = np.empty(size)
     known = np.zeros(size, dtype=np.bool_)
+    # with store: first the terms (their factors, weights and multisets), then the orthant
+    # probabilities of the distinct multisets together (`plackett_batch()`), then the moments
+    terms = K * (K + 1) // 2 * (P * (P + 1) // 2) * J**4 if store else 0
+    factors = np.empty((terms, 8), dtype=np.int64)
+    weights = np.empty(terms)
+    count = 0
+    X = np.empty((6, size if store else 0))
+    batch = np.empty(size if store else 0, dtype=np.int64)
+    pending = 0
     for i in range(K):
         for k in range(i, K):
             s = 0.0
@@ -438,14 +455,54 @@ def mixture_sums(C, c, K, control, E, store):
                                     wt = cpq * w01 * control[0, j2] * control[0, j3]
                                     if p == q and j3 != j2:
                                         wt *= 2.0
-                                    slot = 0
-                                    if store:
-                                        slot = _multiset_index(key[0], key[1], key[2], key[3])
-                                    if not (store and known[slot]):
-                                        cache[slot] = smoothed_orthant4(Cs, key, noise, R)
+                                    if not store:
+                                        p4 = smoothed_orthant4(Cs, key, noise, R)
+                                        s += wt * smoothed_relu_moment(Cs, noise, p4)
+                                        continue
+                                    slot = _multiset_index(key[0], key[1], key[2], key[3])
+                                    if not known[slot]:
                                         known[slot] = True
-                                    s += wt * smoothed_relu_moment(Cs, noise, cache[slot])
+                                        if smoothed_correlations(Cs, key, noise, R) == 0 and (
+                                            plackett_setup(R, X, pending)
+                                        ):
+                                            batch[pending] = slot
+                                            pending += 1
+                                        else:
+                                            cache[slot] = smoothed_orthant4(Cs, key, noise, R)
+                                    factors[count, :4] = f
+                                    factors[count, 4] = j0
+                                    factors[count, 5] = j1
+                                    factors[count, 6] = j2
+                                    factors[count, 7] = j3
+                                    weights[count] = wt
+                                    count += 1
             E[i, k] += s
+    if not store:
+        return
+    probability = np.empty(pending)
+    plackett_batch(X, pending, probability)
+    for m in range(pending):
+        cache[batch[m]] = probability[m]
+    Cb, Nb, P4 = np.empty((16, count)), np.empty((4, count)), np.empty(count)
+    for m in range(count):
+        i, k, p, q = factors[m, 0], factors[m, 1], factors[m, 2], factors[m, 3]
+        f = (i, k, p, q)
+        for x in range(4):
+            Nb[x, m] = control[1, factors[m, 4 + x]] ** 2
+            key[x] = f[x] * J + factors[m, 4 + x]
+            for y in range(4):
+                Cb[4 * x + y, m] = C[f[x], f[y]]
+        P4[m] = cache[_multiset_index(key[0], key[1], key[2], key[3])]
+    moment = np.empty(count)
+    smoothed_moments(Cb, Nb, P4, count, moment)
+    s = 0.0
+    for m in range(count):
+        s += weights[m] * moment[m]
+        # each (i, k)'s terms summed on their own, then added, as without store (the same bits)
+        i, k = factors[m, 0], factors[m, 1]
+        if m + 1 == count or factors[m + 1, 0] != i or factors[m + 1, 1] != k:
+            E[i, k] += s
+            s = 0.0
 
 
 @numba.njit(cache=True)
