@@ -417,6 +417,7 @@ def mixture_sums(C, c, K, control, E, store):
     Cs = np.empty((4, 4))
     R = np.empty((4, 4))
     noise = np.empty(4)
+    f = np.empty(4, dtype=np.int64)
     items = P * J
     size = (items + 3) * (items + 2) * (items + 1) * items // 24 if store else 1
     cache = np.empty(size)
@@ -424,7 +425,8 @@ def mixture_sums(C, c, K, control, E, store):
     # with store: first the terms (their factors, weights and multisets), then the orthant
     # probabilities of the distinct multisets together (`plackett_batch()`), then the moments
     terms = K * (K + 1) // 2 * (P * (P + 1) // 2) * J**4 if store else 0
-    factors = np.empty((terms, 8), dtype=np.int64)
+    Cb, Nb = np.empty((16, terms)), np.empty((4, terms))
+    slots, pair = np.empty(terms, dtype=np.int64), np.empty(terms, dtype=np.int64)
     weights = np.empty(terms)
     count = 0
     X = np.empty((6, size if store else 0))
@@ -435,7 +437,7 @@ def mixture_sums(C, c, K, control, E, store):
             s = 0.0
             for p in range(P):
                 for q in range(p, P):
-                    f = (i, k, p, q)
+                    f[0], f[1], f[2], f[3] = i, k, p, q
                     for x in range(4):
                         for y in range(4):
                             Cs[x, y] = C[f[x], f[y]]
@@ -469,39 +471,33 @@ def mixture_sums(C, c, K, control, E, store):
                                             pending += 1
                                         else:
                                             cache[slot] = smoothed_orthant4(Cs, key, noise, R)
-                                    factors[count, :4] = f
-                                    factors[count, 4] = j0
-                                    factors[count, 5] = j1
-                                    factors[count, 6] = j2
-                                    factors[count, 7] = j3
+                                    for x in range(4):
+                                        Nb[x, count] = noise[x]
+                                        for y in range(4):
+                                            Cb[4 * x + y, count] = Cs[x, y]
+                                    pair[count] = i * K + k
+                                    slots[count] = slot
                                     weights[count] = wt
                                     count += 1
-            E[i, k] += s
+            if not store:
+                E[i, k] += s
     if not store:
         return
     probability = np.empty(pending)
     plackett_batch(X, pending, probability)
     for m in range(pending):
         cache[batch[m]] = probability[m]
-    Cb, Nb, P4 = np.empty((16, count)), np.empty((4, count)), np.empty(count)
+    P4 = np.empty(count)
     for m in range(count):
-        i, k, p, q = factors[m, 0], factors[m, 1], factors[m, 2], factors[m, 3]
-        f = (i, k, p, q)
-        for x in range(4):
-            Nb[x, m] = control[1, factors[m, 4 + x]] ** 2
-            key[x] = f[x] * J + factors[m, 4 + x]
-            for y in range(4):
-                Cb[4 * x + y, m] = C[f[x], f[y]]
-        P4[m] = cache[_multiset_index(key[0], key[1], key[2], key[3])]
+        P4[m] = cache[slots[m]]
     moment = np.empty(count)
     smoothed_moments(Cb, Nb, P4, count, moment)
     s = 0.0
     for m in range(count):
         s += weights[m] * moment[m]
         # each (i, k)'s terms summed on their own, then added, as without store (the same bits)
-        i, k = factors[m, 0], factors[m, 1]
-        if m + 1 == count or factors[m + 1, 0] != i or factors[m + 1, 1] != k:
-            E[i, k] += s
+        if m + 1 == count or pair[m + 1] != pair[m]:
+            E[pair[m] // K, pair[m] % K] += s
             s = 0.0
 
 
