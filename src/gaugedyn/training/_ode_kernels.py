@@ -287,33 +287,106 @@ def sobol_noise(act, a, b, A, nodes, control, table, E):
     mixture's own expectation exactly (`mixture_noise()`, `relu_mixture_noise()`)
     (`gaugedyn.training._online_ode.sobol_expectation()` in numpy). Each field's ``g``,
     ``g'``, ``h`` and ``h'`` come from the field table ``table`` (`field_values()`; empty:
-    from the functions themselves)."""
+    from the functions themselves). The nodes are taken in blocks of `SOBOL_BLOCK`, each
+    step a loop over the block's nodes without a branch (`sobol_block()`), so that LLVM runs
+    it on vectors of eight."""
     K, P = a.shape[0], A.shape[0]
     N = nodes.shape[0]
-    u, gp, hp = np.empty(P), np.empty(K), np.zeros(K)
     F = np.zeros((K, K))
-    for n in range(N):
-        fields_at(A, nodes[n], u)
-        e, eh = 0.0, 0.0
-        for i in range(K):
-            gi, gp[i], h, hp[i] = field_values(act, control, table, u[i], True)
-            e += a[i] * gi
-            eh += a[i] * h
-        for t in range(P - K):
-            gt, _, h, _ = field_values(act, control, table, u[K + t], False)
-            e -= b[t] * gt
-            eh -= b[t] * h
-        ee, hh = e * e, eh * eh
-        for i in range(K):
-            x = ee * gp[i]
-            y = hh * hp[i]
-            for k in range(i, K):
-                F[i, k] += x * gp[k] - y * hp[k]
+    B = SOBOL_BLOCK
+    U = np.empty((P, B))
+    Z = np.empty((A.shape[1], B))
+    V = np.empty((4, P, B))
+    acc = np.zeros((K, K, 8))
+    for start in range(0, N, B):
+        n = min(B, N - start)
+        for m in range(A.shape[1]):
+            for x in range(n):
+                Z[m, x] = nodes[start + x, m]
+        sobol_block(act, a, b, A, Z, n, control, table, U, V, acc, F)
     for i in range(K):
         for k in range(i, K):
-            E[i, k] += F[i, k] / N
+            s = 0.0
+            for lane in range(8):
+                s += acc[i, k, lane]
+            E[i, k] += (s + F[i, k]) / N
 
 
+SOBOL_BLOCK = 512
+"""The nodes of one block of `sobol_noise()` (its arrays, ``(4 P + r) B`` floats, stay in the
+first-level cache at P = 8)."""
+
+
+@numba.njit(error_model="numpy", cache=True)
+def sobol_block(act, a, b, A, Z, n, control, table, U, V, acc, F):
+    """One block of `sobol_noise()`: the fields ``U[:, :n] = A Z[:, :n]``, their four functions
+    ``V (4, P, n)`` from the table (`field_values()`'s polynomial, the interval read as a
+    gather; a node outside the table's reach redone by `field_values()` afterwards), and the
+    sums ``acc[i, k, lane]`` of the node's terms over the nodes ``lane (mod 8)`` (``F[i, k]``
+    the rest of a block not a multiple of 8)."""
+    K, P, r = a.shape[0], A.shape[0], A.shape[1]
+    for p in range(P):
+        for x in range(n):
+            U[p, x] = 0.0
+        for m in range(r):
+            w = A[p, m]
+            for x in range(n):
+                U[p, x] += w * Z[m, x]
+    # the degree a constant, so that the Horner loop unrolls and the loop over nodes is inner
+    d = FIELD_TABLE_DEGREE
+    rows = table.shape[0] if table.shape[1] == d + 1 else 0
+    for p in range(P):
+        student = p < K
+        if rows and student:
+            for x in range(n):
+                y = (U[p, x] + FIELD_TABLE_REACH) * (1.0 / FIELD_TABLE_WIDTH)
+                yc = min(max(y, 0.0), rows - 0.5)
+                m = int(yc)
+                v = 2.0 * (yc - m) - 1.0
+                s0, s1 = table[m, d, 0], table[m, d, 1]
+                s2, s3 = table[m, d, 2], table[m, d, 3]
+                for j in range(d - 1, -1, -1):
+                    s0 = s0 * v + table[m, j, 0]
+                    s1 = s1 * v + table[m, j, 1]
+                    s2 = s2 * v + table[m, j, 2]
+                    s3 = s3 * v + table[m, j, 3]
+                V[0, p, x], V[1, p, x], V[2, p, x], V[3, p, x] = s0, s1, s2, s3
+        elif rows:  # a teacher's field: g and h only
+            for x in range(n):
+                y = (U[p, x] + FIELD_TABLE_REACH) * (1.0 / FIELD_TABLE_WIDTH)
+                yc = min(max(y, 0.0), rows - 0.5)
+                m = int(yc)
+                v = 2.0 * (yc - m) - 1.0
+                s0, s2 = table[m, d, 0], table[m, d, 2]
+                for j in range(d - 1, -1, -1):
+                    s0 = s0 * v + table[m, j, 0]
+                    s2 = s2 * v + table[m, j, 2]
+                V[0, p, x], V[2, p, x] = s0, s2
+        for x in range(n):
+            y = (U[p, x] + FIELD_TABLE_REACH) * (1.0 / FIELD_TABLE_WIDTH)
+            if not (rows and y > 0.0 and y < rows):
+                g0, g1, g2, g3 = field_values(act, control, table, U[p, x], student)
+                V[0, p, x], V[1, p, x], V[2, p, x], V[3, p, x] = g0, g1, g2, g3
+    T = np.empty((3, n))
+    for x in range(n):
+        e, eh = 0.0, 0.0
+        for i in range(K):
+            e += a[i] * V[0, i, x]
+            eh += a[i] * V[2, i, x]
+        for t in range(P - K):
+            e -= b[t] * V[0, K + t, x]
+            eh -= b[t] * V[2, K + t, x]
+        T[0, x], T[1, x] = e * e, eh * eh
+    full = n - n % 8
+    for i in range(K):
+        for k in range(i, K):
+            for x in range(n):
+                T[2, x] = T[0, x] * V[1, i, x] * V[1, k, x] - T[1, x] * V[3, i, x] * V[3, k, x]
+            for x0 in range(0, full, 8):
+                for lane in range(8):
+                    acc[i, k, lane] += T[2, x0 + lane]
+            for x in range(full, n):
+                F[i, k] += T[2, x]
 @numba.njit(cache=True)
 def mixture_noise(C, c, K, control, E):
     """``E_ik += E[h'(u_i) h'(u_k) (sum_p c_p h(u_p))^2]`` (``i <= k``) in closed form for the
