@@ -45,10 +45,10 @@ from ._orthant import (
     piecewise_noise,
     plackett_batch,
     plackett_setup,
-    smoothed_correlations,
     smoothed_moments,
     smoothed_orthant4,
     smoothed_relu_moment,
+    smoothed_rule,
 )
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -387,6 +387,8 @@ def sobol_block(act, a, b, A, Z, n, control, table, U, V, acc, F):
                     acc[i, k, lane] += T[2, x0 + lane]
             for x in range(full, n):
                 F[i, k] += T[2, x]
+
+
 @numba.njit(cache=True)
 def mixture_noise(C, c, K, control, E):
     """``E_ik += E[h'(u_i) h'(u_k) (sum_p c_p h(u_p))^2]`` (``i <= k``) in closed form for the
@@ -429,12 +431,46 @@ def mixture_noise(C, c, K, control, E):
             E[i, k] += s
 
 
+@numba.njit(cache=True)
+def _item_correlations(C, control):
+    """``(R, lam)`` over the (field, scale) factors ``x = p J + j`` of `mixture_sums()`: the
+    correlations ``R[x, y] = C_pq / sqrt(D_x D_y)`` of the smoothed fields (``D_x = C_pp +
+    s_j^2``; on the diagonal the correlation of a field with itself under two independent
+    smoothings) and ``lam[x] = s_j^2 / D_x``: `gaugedyn.training._orthant.smoothed_correlations()`'s
+    entries and bound, the same operations, once per factor instead of once per multiset."""
+    P, J = C.shape[0], control.shape[1]
+    n = P * J
+    D, lam = np.empty(n), np.empty(n)
+    for p in range(P):
+        for j in range(J):
+            noise = control[1, j] ** 2
+            D[p * J + j] = C[p, p] + noise
+            lam[p * J + j] = noise / D[p * J + j]
+    R = np.empty((n, n))
+    for x in range(n):
+        for y in range(n):
+            R[x, y] = C[x // J, y // J] / math.sqrt(D[x] * D[y])
+    return R, lam
+
+
 @numba.njit(inline="always", cache=True)
-def _multiset_index(k0, k1, k2, k3):
-    """The combinatorial number of the multiset ``{k0, k1, k2, k3}`` (non-negative integers)
-    among the multisets of four: that of the set ``{a, b + 1, c + 2, d + 3}`` of its sorted
-    members ``a <= b <= c <= d``."""
-    # a sorting network of five exchanges
+def _item_rule(Ritem, lam, k0, k1, k2, k3, R):
+    """``R (4, 4)``: the correlations of the factors ``k0 <= k1 <= k2 <= k3`` from
+    `_item_correlations()`, and the index of their rule in ``SMOOTHED_RULES``:
+    `gaugedyn.training._orthant.smoothed_correlations()` of the same four factors, the same bits."""
+    k = (k0, k1, k2, k3)
+    low = min(1.0, min(min(lam[k0], lam[k1]), min(lam[k2], lam[k3])))
+    for x in range(4):
+        R[x, x] = 1.0
+        for y in range(x + 1, 4):
+            R[x, y] = Ritem[k[x], k[y]]
+            R[y, x] = R[x, y]
+    return smoothed_rule(low)
+
+
+@numba.njit(inline="always", cache=True)
+def _sorted4(k0, k1, k2, k3):
+    """The four integers sorted (a sorting network of five exchanges)."""
     if k0 > k1:
         k0, k1 = k1, k0
     if k2 > k3:
@@ -445,10 +481,25 @@ def _multiset_index(k0, k1, k2, k3):
         k1, k3 = k3, k1
     if k1 > k2:
         k1, k2 = k2, k1
+    return k0, k1, k2, k3
+
+
+@numba.njit(inline="always", cache=True)
+def _sorted_index(k0, k1, k2, k3):
+    """`_multiset_index()` of members already sorted."""
     b, c, d = k1 + 1, k2 + 2, k3 + 3
     return (
         k0 + b * (b - 1) // 2 + c * (c - 1) * (c - 2) // 6 + d * (d - 1) * (d - 2) * (d - 3) // 24
     )
+
+
+@numba.njit(inline="always", cache=True)
+def _multiset_index(k0, k1, k2, k3):
+    """The combinatorial number of the multiset ``{k0, k1, k2, k3}`` (non-negative integers)
+    among the multisets of four: that of the set ``{a, b + 1, c + 2, d + 3}`` of its sorted
+    members ``a <= b <= c <= d``."""
+    k0, k1, k2, k3 = _sorted4(k0, k1, k2, k3)
+    return _sorted_index(k0, k1, k2, k3)
 
 
 MIXTURE_STORE_LIMIT = 1 << 22
@@ -505,6 +556,7 @@ def mixture_sums(C, c, K, control, E, store):
     X = np.empty((6, size if store else 0))
     batch = np.empty(size if store else 0, dtype=np.int64)
     pending = 0
+    Ritem, lam = _item_correlations(C, control) if store else (np.empty((0, 0)), np.empty(0))
     for i in range(K):
         for k in range(i, K):
             s = 0.0
@@ -534,10 +586,11 @@ def mixture_sums(C, c, K, control, E, store):
                                         p4 = smoothed_orthant4(Cs, key, noise, R)
                                         s += wt * smoothed_relu_moment(Cs, noise, p4)
                                         continue
-                                    slot = _multiset_index(key[0], key[1], key[2], key[3])
+                                    k0, k1, k2, k3 = _sorted4(key[0], key[1], key[2], key[3])
+                                    slot = _sorted_index(k0, k1, k2, k3)
                                     if not known[slot]:
                                         known[slot] = True
-                                        if smoothed_correlations(Cs, key, noise, R) == 0 and (
+                                        if _item_rule(Ritem, lam, k0, k1, k2, k3, R) == 0 and (
                                             plackett_setup(R, X, pending)
                                         ):
                                             batch[pending] = slot

@@ -710,6 +710,14 @@ def smoothed_correlations(C, key, noise, R):
             R[ry, rx] = r
     for x in range(4):
         R[x, x] = 1.0
+    return smoothed_rule(lam)
+
+
+@numba.njit(inline="always", cache=True)
+def smoothed_rule(lam):
+    """The index of the smallest rule of `SMOOTHED_RULES` whose bound is at most ``lam`` (a
+    lower bound of the smallest eigenvalue; ``len(SMOOTHED_RULES)``: the general
+    ``ORTHANT_NODES``)."""
     m = 0
     while m < _SMOOTHED_BOUNDS.shape[0] and lam < _SMOOTHED_BOUNDS[m]:
         m += 1
@@ -814,11 +822,11 @@ def _path_rho_fast(rik, rij, ril, rjk, rkl, rjl, t):
     left)."""
     a = t * rij
     ril, rjk, rkl = t * ril, t * rjk, t * rkl
-    vj = (1.0 - a) * (1.0 + a)
+    inv = 1.0 / ((1.0 - a) * (1.0 + a))
     cjk, cjl = rjk - a * rik, rjl - a * ril
-    vk = (1.0 - rik) * (1.0 + rik) - cjk * cjk / vj
-    vl = (1.0 - ril) * (1.0 + ril) - cjl * cjl / vj
-    ckl = rkl - rik * ril - cjk * cjl / vj
+    vk = (1.0 - rik) * (1.0 + rik) - cjk * cjk * inv
+    vl = (1.0 - ril) * (1.0 + ril) - cjl * cjl * inv
+    ckl = rkl - rik * ril - cjk * cjl * inv
     den = vk * vl
     r = ckl / math.sqrt(max(den, 1e-300))
     return r if den > 0.0 else 0.0
@@ -838,6 +846,7 @@ def plackett_batch(X, n, out):
     total = np.empty(n)
     acc = np.empty(n)
     top = np.empty(n)
+    inv_rb = np.empty(n)
     for m in range(n):
         a01, a23 = _asin_branchless(X[0, m]), _asin_branchless(X[5, m])
         s4[m] = a01 * a23
@@ -855,6 +864,7 @@ def plackett_batch(X, n, out):
         r1j, r1l = (3, 4) if j == 2 else (4, 3)
         for m in range(n):
             top[m] = _asin_branchless(X[r0j, m])
+            inv_rb[m] = 1.0 / X[r0j, m]
             acc[m] = 0.0
         for node in range(V.shape[0]):
             u = 1.0 - V[node]
@@ -864,10 +874,10 @@ def plackett_batch(X, n, out):
                 x01, x23 = X[0, m], X[5, m]
                 rb, rl, ra, ral = X[r0j, m], X[r0l, m], X[r1j, m], X[r1l, m]
                 sn = _sin_branchless(top[m] * f)
-                t = sn / rb
+                t = sn * inv_rb[m]
                 asin_b = _asin_branchless(_path_rho_fast(x01, rb, rl, ra, ral, x23, t))
                 cs = math.sqrt((1.0 - sn) * (1.0 + sn))
-                ratio = ra * cs / (rb * math.sqrt((1.0 - t * ra) * (1.0 + t * ra)))
+                ratio = ra * cs * inv_rb[m] / math.sqrt((1.0 - t * ra) * (1.0 + t * ra))
                 asin_a = _asin_branchless(_path_rho_fast(x01, ra, ral, rb, rl, x23, t))
                 acc[m] += wu * (asin_b + ratio * asin_a)
         for m in range(n):
