@@ -317,7 +317,7 @@ SOBOL_BLOCK = 512
 first-level cache at P = 8)."""
 
 
-@numba.njit(error_model="numpy", cache=True)
+@numba.njit(error_model="numpy", fastmath={"contract"}, cache=True)
 def sobol_block(act, a, b, A, Z, n, control, table, U, V, acc, F):
     """One block of `sobol_noise()`: the fields ``U[:, :n] = A Z[:, :n]``, their four functions
     ``V (4, P, n)`` from the table (`field_values()`'s polynomial, the interval read as a

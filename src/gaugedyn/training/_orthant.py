@@ -832,7 +832,7 @@ def _path_rho_fast(rik, rij, ril, rjk, rkl, rjl, t):
     return r if den > 0.0 else 0.0
 
 
-@numba.njit(error_model="numpy", cache=True)
+@numba.njit(error_model="numpy", fastmath={"contract"}, cache=True)
 def plackett_batch(X, n, out):
     r"""``out[:n]``: `orthant4_rule()` by the first rule of `SMOOTHED_RULES` for the columns of
     ``X`` (`plackett_setup()`), each a four-field orthant probability, the loops over the
@@ -923,7 +923,7 @@ def _moment_pair(dss, dtt, dst, dks, dkt, dls, dlt, dkk, dll, dkl, d2s, d2t, d3s
     return p * _INV_2PI * pair / math.sqrt(det)
 
 
-@numba.njit(error_model="numpy", cache=True)
+@numba.njit(error_model="numpy", fastmath={"contract"}, cache=True)
 def smoothed_moments(Cb, Nb, P4, n, out):
     r"""``out[:n]``: `smoothed_relu_moment()` of the columns ``m`` of ``Cb (16, n)`` (``C[x, y]``
     in row ``4 x + y``), ``Nb (4, n)`` (the noise) and ``P4 (n,)``, the loop over the columns
