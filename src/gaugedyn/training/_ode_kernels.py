@@ -367,16 +367,19 @@ def sobol_block(act, a, b, A, Z, n, control, table, U, V, acc, F):
             if not (rows and y > 0.0 and y < rows):
                 g0, g1, g2, g3 = field_values(act, control, table, U[p, x], student)
                 V[0, p, x], V[1, p, x], V[2, p, x], V[3, p, x] = g0, g1, g2, g3
-    T = np.empty((3, n))
+    # e and the mixture's e, node by node, each field's term added in turn (the loops over
+    # the nodes inner, so that they run on vectors)
+    T = np.zeros((3, n))
+    for i in range(K):
+        for x in range(n):
+            T[0, x] += a[i] * V[0, i, x]
+            T[1, x] += a[i] * V[2, i, x]
+    for t in range(P - K):
+        for x in range(n):
+            T[0, x] -= b[t] * V[0, K + t, x]
+            T[1, x] -= b[t] * V[2, K + t, x]
     for x in range(n):
-        e, eh = 0.0, 0.0
-        for i in range(K):
-            e += a[i] * V[0, i, x]
-            eh += a[i] * V[2, i, x]
-        for t in range(P - K):
-            e -= b[t] * V[0, K + t, x]
-            eh -= b[t] * V[2, K + t, x]
-        T[0, x], T[1, x] = e * e, eh * eh
+        T[0, x], T[1, x] = T[0, x] * T[0, x], T[1, x] * T[1, x]
     full = n - n % 8
     for i in range(K):
         for k in range(i, K):
