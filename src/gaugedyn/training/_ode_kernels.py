@@ -505,6 +505,11 @@ def _multiset_index(k0, k1, k2, k3):
     return _sorted_index(k0, k1, k2, k3)
 
 
+_UPPER_X = np.array([0, 0, 0, 0, 1, 1, 1, 2, 2, 3], dtype=np.int64)
+_UPPER_Y = np.array([0, 1, 2, 3, 1, 2, 3, 2, 3, 3], dtype=np.int64)
+"""The entries of a 4 x 4 upper triangle in the order of the rows of
+`gaugedyn.training._orthant.smoothed_moments()`' columns."""
+
 MIXTURE_STORE_LIMIT = 1 << 22
 """The most multisets of four (field, scale) factors whose orthant probabilities
 `relu_mixture_noise()` stores (an array of this many floats and flags, 36 MiB at the limit: up to
@@ -552,7 +557,7 @@ def mixture_sums(C, c, K, control, E, store):
     # with store: first the terms (their factors, weights and multisets), then the orthant
     # probabilities of the distinct multisets together (`plackett_batch()`), then the moments
     terms = K * (K + 1) // 2 * (P * (P + 1) // 2) * J**4 if store else 0
-    Cb, Nb = np.empty((16, terms)), np.empty((4, terms))
+    Cb, Nb = np.empty((10, terms)), np.empty((4, terms))
     slots, pair = np.empty(terms, dtype=np.int64), np.empty(terms, dtype=np.int64)
     weights = np.empty(terms)
     count = 0
@@ -602,8 +607,8 @@ def mixture_sums(C, c, K, control, E, store):
                                             cache[slot] = smoothed_orthant4(Cs, key, noise, R)
                                     for x in range(4):
                                         Nb[x, count] = noise[x]
-                                        for y in range(4):
-                                            Cb[4 * x + y, count] = Cs[x, y]
+                                    for x in range(10):
+                                        Cb[x, count] = Cs[_UPPER_X[x], _UPPER_Y[x]]
                                     pair[count] = i * K + k
                                     slots[count] = slot
                                     weights[count] = wt

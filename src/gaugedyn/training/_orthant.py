@@ -179,6 +179,8 @@ _INV_2PI = 1.0 / (2.0 * math.pi)
 _INV_8PI = 1.0 / (8.0 * math.pi)
 _PAIRINGS = np.array([[0, 1, 2, 3], [0, 2, 1, 3], [0, 3, 1, 2]], dtype=np.int64)
 _PAIR_SLOTS = np.array([[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]], dtype=np.int64)
+_UPPER = np.array([[0, 1, 2, 3], [1, 4, 5, 6], [2, 5, 7, 8], [3, 6, 8, 9]], dtype=np.int64)
+"""The row of ``C[x, y]`` (``x <= y``) in `smoothed_moments()`' columns of a 4 x 4 upper triangle."""
 
 
 @numba.njit(inline="always", cache=True)
@@ -896,12 +898,12 @@ def smoothed_relu_moment(C, noise, p4):
     value as `relu_moment()` of the smoothed covariance to within `SMOOTHED_RULES`' error
     (`SMOOTHED_TOLERANCE` on the orthant probability). One column of `smoothed_moments()`
     (the same bits)."""
-    Cb = np.empty((16, 1))
+    Cb = np.empty((10, 1))
     Nb = np.empty((4, 1))
     for x in range(4):
         Nb[x, 0] = noise[x]
-        for y in range(4):
-            Cb[4 * x + y, 0] = C[x, y]
+        for y in range(x, 4):
+            Cb[_UPPER[x, y], 0] = C[x, y]
     p = np.empty(1)
     p[0] = p4
     out = np.empty(1)
@@ -925,15 +927,15 @@ def _moment_pair(dss, dtt, dst, dks, dkt, dls, dlt, dkk, dll, dkl, d2s, d2t, d3s
 
 @numba.njit(error_model="numpy", fastmath={"contract"}, cache=True)
 def smoothed_moments(Cb, Nb, P4, n, out):
-    r"""``out[:n]``: `smoothed_relu_moment()` of the columns ``m`` of ``Cb (16, n)`` (``C[x, y]``
-    in row ``4 x + y``), ``Nb (4, n)`` (the noise) and ``P4 (n,)``, the loop over the columns
+    r"""``out[:n]``: `smoothed_relu_moment()` of the columns ``m`` of ``Cb (10, n)`` (``C[x, y]``,
+    ``x <= y``, in row ``_UPPER[x, y]``), ``Nb (4, n)`` (the noise) and ``P4 (n,)``, the loop over the columns
     branch-free (`_asin_branchless()`, the six pairs written out) so that LLVM runs it on
     vectors of eight."""
     for m in range(n):
-        d00, d11 = Cb[0, m] + Nb[0, m], Cb[5, m] + Nb[1, m]
-        d22, d33 = Cb[10, m] + Nb[2, m], Cb[15, m] + Nb[3, m]
+        d00, d11 = Cb[0, m] + Nb[0, m], Cb[4, m] + Nb[1, m]
+        d22, d33 = Cb[7, m] + Nb[2, m], Cb[9, m] + Nb[3, m]
         d01, d02, d03 = Cb[1, m], Cb[2, m], Cb[3, m]
-        d12, d13, d23 = Cb[6, m], Cb[7, m], Cb[11, m]
+        d12, d13, d23 = Cb[5, m], Cb[6, m], Cb[8, m]
         total = d23 * P4[m]
         # pairs (s, t) with the rest (k, l): (0, 1 | 2, 3), (0, 2 | 1, 3), (0, 3 | 1, 2),
         # (1, 2 | 0, 3), (1, 3 | 0, 2), (2, 3 | 0, 1)
