@@ -340,8 +340,8 @@ def sobol_block(act, a, b, A, Z, n, control, table, U, V, acc, F):
         if rows and student:
             for x in range(n):
                 y = (U[p, x] + FIELD_TABLE_REACH) * (1.0 / FIELD_TABLE_WIDTH)
-                yc = min(max(y, 0.0), rows - 0.5)
-                m = int(yc)
+                yc = min(max(y, 0.0), rows)
+                m = min(int(yc), rows - 1)  # a node outside the reach: redone below
                 v = 2.0 * (yc - m) - 1.0
                 s0, s1 = table[m, d, 0], table[m, d, 1]
                 s2, s3 = table[m, d, 2], table[m, d, 3]
@@ -354,8 +354,8 @@ def sobol_block(act, a, b, A, Z, n, control, table, U, V, acc, F):
         elif rows:  # a teacher's field: g and h only
             for x in range(n):
                 y = (U[p, x] + FIELD_TABLE_REACH) * (1.0 / FIELD_TABLE_WIDTH)
-                yc = min(max(y, 0.0), rows - 0.5)
-                m = int(yc)
+                yc = min(max(y, 0.0), rows)
+                m = min(int(yc), rows - 1)  # a node outside the reach: redone below
                 v = 2.0 * (yc - m) - 1.0
                 s0, s2 = table[m, d, 0], table[m, d, 2]
                 for j in range(d - 1, -1, -1):
