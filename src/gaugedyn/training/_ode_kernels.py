@@ -646,8 +646,18 @@ def mixture_sums(C, c, K, control, E, store):
                                     count += 1
             if not store:
                 E[i, k] += s
-    if not store:
-        return
+    if store:
+        _stored_sums(K, X, pending, batch, cache, slots, Cb, Nb, weights, pair, count, E)
+
+
+@numba.njit(cache=True)
+def _stored_sums(K, X, pending, batch, cache, slots, Cb, Nb, weights, pair, count, E):
+    """`mixture_sums()`' last two passes with ``store``: the orthant probabilities of the
+    multisets in the columns of ``X[:, :pending]`` (`plackett_batch()`, into ``cache`` at the
+    slots ``batch``), then the moments of the ``count`` terms (`smoothed_moments()` of their
+    columns ``Cb``, ``Nb`` and probabilities ``cache[slots]``), each ``(i, k)``'s terms (``pair
+    = i K + k``) summed with their ``weights`` on their own and then added to ``E[i, k]``, in
+    the order and so with the bits of the sums without ``store``."""
     probability = np.empty(pending)
     plackett_batch(X, pending, probability)
     for m in range(pending):
@@ -660,7 +670,6 @@ def mixture_sums(C, c, K, control, E, store):
     s = 0.0
     for m in range(count):
         s += weights[m] * moment[m]
-        # each (i, k)'s terms summed on their own, then added, as without store (the same bits)
         if m + 1 == count or pair[m + 1] != pair[m]:
             E[pair[m] // K, pair[m] % K] += s
             s = 0.0
