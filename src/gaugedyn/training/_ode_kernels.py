@@ -34,9 +34,12 @@ The same rules as the numpy reference `gaugedyn.training.OnlineODE`, compiled:
 
 **Cost of softplus's noise term per evaluation (issue 46).** At K = M = 4 the term
 (`noise_expectation()`, the Sobol rule of 2^12 nodes and the control's exact term) took
-3.4 ms of a 3.6 ms right-hand side: `relu_mixture_noise()` 2.5 ms, `sobol_noise()` 0.8 ms. Now
-about 0.55 and 0.38 ms (CPU time, medians over the noise-free flow's states t = 0 to 1000,
-2026-12-08 01:15 UTC, load 2.7; the figures before in the same conditions 2.5 and 0.78 ms):
+3.3 to 3.5 ms of a 3.4 to 3.7 ms right-hand side: `relu_mixture_noise()` 2.5 to 2.7 ms,
+`sobol_noise()` 0.79 to 0.86 ms. Now 0.55 and 0.37 ms, the whole term 0.91 to 0.93 ms and the
+right-hand side 1.05 to 1.08 ms (CPU time, medians of 20 repeats at each of the noise-free
+flow's states t = 0, 10, 100, 300 and 1000; the code before and after in alternating
+processes, three rounds each; 2026-12-08 01:22-01:24 UTC, load 2.0-2.1 on the shared two
+cores):
 
 - `mixture_sums()` enumerates the terms once, storing each term's smoothed covariance (its
   upper triangle), scales, weight and the multiset of its factors, and each new multiset's
@@ -51,7 +54,7 @@ about 0.55 and 0.38 ms (CPU time, medians over the noise-free flow's states t = 
 - `sobol_noise()` runs the nodes in blocks of `SOBOL_BLOCK` (`sobol_block()`): the fields,
   ``e`` and the sums as loops over the block's nodes, which LLVM vectorises; a teacher's
   field evaluates ``g`` and ``h`` only. 0.78 -> 0.52 ms, -> 0.42 with fused multiply-adds
-  (the field table's Horner steps), -> 0.38 with ``e`` summed field by field over the nodes.
+  (the field table's Horner steps), -> 0.37 with ``e`` summed field by field over the nodes.
   The field table itself stays scalar (about 0.33 ms of it for 8 x 4,096 fields): its
   interval is a gather, which LLVM does not emit for this CPU (znver4; a flattened table with
   unsigned offsets did not change that), and copying each node's 36 coefficients into a

@@ -69,7 +69,7 @@ rule's nodes, each field's four functions read from a table of piecewise polynom
 (`field_table()`), in blocks of nodes, about 0.4 ms more (0.8 node by node); far more accurate
 than the four-point rule late in a run. A run to t = 1000 at rtol 1e-8 (about 1,270
 right-hand sides) costs 5.0 CPU seconds, not one (``benchmarks/bench_online_ode.py``; load
-1.1, 2026-12-07, with the noise term at 3.4 ms an evaluation, not the 0.95 of the batches): the floor is the control's exact term (2,586 four-field orthant
+1.1, 2026-12-07, with the noise term at 3.4 ms an evaluation, not the 0.92 of the batches): the floor is the control's exact term (2,586 four-field orthant
 probabilities, one one-dimensional integral each, no closed form). `online_ode()` checks a noise term by a rule (the
 four-point quadrature or the Sobol rule) while it integrates (``noise_check``; `NoiseWatch`, declared by `NOISE_CHECK`):
 against Monte Carlo at the start and at each eighth of the horizon within 10% of the run's CPU
