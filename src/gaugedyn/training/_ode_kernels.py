@@ -70,9 +70,9 @@ import numpy as np
 
 from ._online_kernels import _INV_SQRT2, _SQRT_2_OVER_PI, erf_i4, g, g_prime, g_second
 from ._orthant import (
+    TRIANGLE_FROM,
     piecewise_noise,
     plackett_batch,
-    plackett_setup,
     smoothed_moments,
     smoothed_orthant4,
     smoothed_relu_moment,
@@ -485,18 +485,33 @@ def _item_correlations(C, control):
 
 
 @numba.njit(inline="always", cache=True)
-def _item_rule(Ritem, lam, k0, k1, k2, k3, R):
-    """``R (4, 4)``: the correlations of the factors ``k0 <= k1 <= k2 <= k3`` from
-    `_item_correlations()`, and the index of their rule in ``SMOOTHED_RULES``:
-    `gaugedyn.training._orthant.smoothed_correlations()` of the same four factors, the same bits."""
-    k = (k0, k1, k2, k3)
+def _item_setup(Ritem, lam, k0, k1, k2, k3, X, col):
+    """For the factors ``k0 <= k1 <= k2 <= k3``: where their rule is the first of
+    ``SMOOTHED_RULES``, column ``col`` of ``X`` as
+    `gaugedyn.training._orthant.plackett_setup()` writes it from their correlations (the
+    pairing with the smallest cross correlations, the first of equals; the same entries, read
+    from `_item_correlations()`), and its answer; False for any other rule (the caller then
+    uses `smoothed_orthant4()`)."""
     low = min(1.0, min(min(lam[k0], lam[k1]), min(lam[k2], lam[k3])))
-    for x in range(4):
-        R[x, x] = 1.0
-        for y in range(x + 1, 4):
-            R[x, y] = Ritem[k[x], k[y]]
-            R[y, x] = R[x, y]
-    return smoothed_rule(low)
+    if smoothed_rule(low) != 0:
+        return False
+    r01, r02, r03 = Ritem[k0, k1], Ritem[k0, k2], Ritem[k0, k3]
+    r12, r13, r23 = Ritem[k1, k2], Ritem[k1, k3], Ritem[k2, k3]
+    # the pairings (01|23), (02|13), (03|12): their largest cross correlation
+    t0 = max(max(abs(r02), abs(r03)), max(abs(r12), abs(r13)))
+    t1 = max(max(abs(r01), abs(r03)), max(abs(r12), abs(r23)))
+    t2 = max(max(abs(r01), abs(r02)), max(abs(r13), abs(r23)))
+    if t0 <= t1 and t0 <= t2:
+        x = (r01, r02, r03, r12, r13, r23)
+    elif t1 <= t2:
+        x = (r02, r01, r03, r12, r23, r13)
+    else:
+        x = (r03, r01, r02, r13, r23, r12)
+    for slot in range(6):
+        X[slot, col] = x[slot]
+    if abs(x[0]) > TRIANGLE_FROM:
+        return False
+    return x[1] != 0.0 and x[2] != 0.0 and x[3] != 0.0 and x[4] != 0.0
 
 
 @numba.njit(inline="always", cache=True)
@@ -632,9 +647,7 @@ def mixture_sums(C, c, K, control, E, store):
                                     slot = _sorted_index(k0, k1, k2, k3)
                                     if not known[slot]:
                                         known[slot] = True
-                                        if _item_rule(Ritem, lam, k0, k1, k2, k3, R) == 0 and (
-                                            plackett_setup(R, X, pending)
-                                        ):
+                                        if _item_setup(Ritem, lam, k0, k1, k2, k3, X, pending):
                                             batch[pending] = slot
                                             pending += 1
                                         else:
