@@ -34,12 +34,13 @@ The same rules as the numpy reference `gaugedyn.training.OnlineODE`, compiled:
 
 **Cost of softplus's noise term per evaluation (issue 46).** At K = M = 4 the term
 (`noise_expectation()`, the Sobol rule of 2^12 nodes and the control's exact term) took
-3.3 to 3.5 ms of a 3.4 to 3.7 ms right-hand side: `relu_mixture_noise()` 2.5 to 2.7 ms,
-`sobol_noise()` 0.79 to 0.86 ms. Now 0.55 and 0.37 ms, the whole term 0.91 to 0.93 ms and the
-right-hand side 1.05 to 1.08 ms (CPU time, medians of 20 repeats at each of the noise-free
-flow's states t = 0, 10, 100, 300 and 1000; the code before and after in alternating
-processes, three rounds each; 2026-12-08 01:22-01:24 UTC, load 2.0-2.1 on the shared two
-cores):
+3.3 ms of a 3.5 ms right-hand side: `relu_mixture_noise()` 2.5 ms, `sobol_noise()` 0.79 to
+0.81 ms. Now 0.51 to 0.52 and 0.37 to 0.38 ms, the whole term 0.88 to 0.89 ms and the
+right-hand side 1.02 to 1.04 ms (CPU time, medians of 20 repeats at each of the noise-free
+flow's states t = 0, 10, 100, 300 and 1000, the ranges over the states; the code before and
+after in alternating processes, three rounds each, the figures of the quietest round,
+2026-12-08 01:32 UTC, load 1.0 on the shared two cores; the other rounds, load 0.9 to 1.0, up
+to 15% slower on both sides):
 
 - `mixture_sums()` enumerates the terms once, storing each term's smoothed covariance (its
   upper triangle), scales, weight and the multiset of its factors, and each new multiset's
@@ -50,7 +51,8 @@ cores):
   (`gaugedyn.training._orthant`'s module docstring has their figures). Steps: 2.5 -> 1.45 ms
   (the two batches), -> 0.77 (the terms' data gathered while they are enumerated, no tuple
   indexed by a variable), -> 0.60 (the correlations per factor), -> 0.57 (fused
-  multiply-adds), -> 0.55 (the upper triangle only);
+  multiply-adds), -> 0.55 (the upper triangle only), -> 0.51 (each new multiset's column of
+  the batch written straight from its factors' correlations, `_item_setup()`);
 - `sobol_noise()` runs the nodes in blocks of `SOBOL_BLOCK` (`sobol_block()`): the fields,
   ``e`` and the sums as loops over the block's nodes, which LLVM vectorises; a teacher's
   field evaluates ``g`` and ``h`` only. 0.78 -> 0.52 ms, -> 0.42 with fused multiply-adds

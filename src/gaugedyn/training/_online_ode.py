@@ -63,13 +63,13 @@ K = M = 4; the compiled kernel evaluates 4,896 of them (the mirror terms where t
 one field folded), their orthant probabilities once per multiset of (field, scale) factors
 (2,586) by a Gauss-Legendre rule sized by a bound on the smoothed fields' conditioning and
 by what the term needs (`gaugedyn.training._orthant.SMOOTHED_RULES`, 7 nodes along the run):
-about 0.55 ms per right-hand side (2.5 ms one by one; now the probabilities and the moments
+about 0.5 ms per right-hand side (2.5 ms one by one; now the probabilities and the moments
 each in one vectorised batch, `gaugedyn.training._ode_kernels`'s module docstring); the Sobol
 rule's nodes, each field's four functions read from a table of piecewise polynomials
 (`field_table()`), in blocks of nodes, about 0.4 ms more (0.8 node by node); far more accurate
 than the four-point rule late in a run. A run to t = 1000 at rtol 1e-8 (about 1,270
 right-hand sides) costs 5.0 CPU seconds, not one (``benchmarks/bench_online_ode.py``; load
-1.1, 2026-12-07, with the noise term at 3.4 ms an evaluation, not the 0.92 of the batches): the floor is the control's exact term (2,586 four-field orthant
+1.1, 2026-12-07, with the noise term at 3.4 ms an evaluation, not the 0.89 of the batches): the floor is the control's exact term (2,586 four-field orthant
 probabilities, one one-dimensional integral each, no closed form). `online_ode()` checks a noise term by a rule (the
 four-point quadrature or the Sobol rule) while it integrates (``noise_check``; `NoiseWatch`, declared by `NOISE_CHECK`):
 against Monte Carlo at the start and at each eighth of the horizon within 10% of the run's CPU
