@@ -63,21 +63,22 @@ K = M = 4; the compiled kernel evaluates 4,896 of them (the mirror terms where t
 one field folded), their orthant probabilities once per multiset of (field, scale) factors
 (2,586) by a Gauss-Legendre rule sized by a bound on the smoothed fields' conditioning and
 by what the term needs (`gaugedyn.training._orthant.SMOOTHED_RULES`, 7 nodes along the run):
-about 2.5 ms per right-hand side; the Sobol rule's nodes, each field's four functions read
-from a table of piecewise polynomials (`field_table()`), about 0.8 ms more; far more accurate
-than the four-point rule late in a run. A run to t = 1000 at rtol 1e-8 asks for about
-1,270 right-hand sides; evaluated whole at each it cost 5.0 CPU seconds
-(``benchmarks/bench_online_ode.py``; load 1.1, 2026-12-07). LSODA's corrector iterations at
-one time now reuse the noise term of the step's first state there (`NOISE_LAG`,
-`NoiseRule`: the same tolerance-level error against a run at rtol 1e-11): 828 noise terms,
-3.9 CPU seconds (with the options 646 and 2.8 s; ``bench_online_ode.py --rounds 2
---t-max 1000 --rtol 1e-8 --budget 4000 --activations softplus,tanh``, 2026-12-08 00:57 UTC,
-load 2.9), still not one: the floor is the control's exact term (2,586 four-field orthant
-probabilities, one one-dimensional integral each, no closed form) at about one evaluation
-per step. Tanh's noise term is evaluated at every right-hand side: held once per time
-point, it took more steps and more CPU time (`NOISE_LAG`). An explicit integrator needs a
-noise term at every stage: ``solve_ivp`` with DOP853 had used 1,300 right-hand sides by
-t = 137, RK45 by t = 80 (softplus, the same tolerances; 2026-12-08 01:07 UTC, load 2.5). `online_ode()` checks a noise term by a rule (the
+about 0.5 ms per right-hand side (2.5 ms one by one; now the probabilities and the moments
+each in one vectorised batch, `gaugedyn.training._ode_kernels`'s module docstring); the Sobol
+rule's nodes, each field's four functions read from a table of piecewise polynomials
+(`field_table()`), in blocks of nodes, about 0.4 ms more (0.8 node by node); far more accurate
+than the four-point rule late in a run. A run to t = 1000 at rtol 1e-8 asks for about 1,270
+right-hand sides; with the noise term evaluated whole at each, at 3.4 ms, it cost 5.0 CPU
+seconds (``benchmarks/bench_online_ode.py``; load 1.1, 2026-12-07). LSODA's corrector
+iterations at one time now reuse the noise term of the step's first state there
+(`NOISE_LAG`, `NoiseRule`: the same tolerance-level error against a run at rtol 1e-11): 828
+noise terms (with the options 646). Both together (``bench_online_ode.py --rounds 2 --t-max 1000 --rtol 1e-8 --budget 4000
+--activations softplus``, 2026-12-08 01:42 UTC, load 1.0): 1.2 CPU seconds, 1,364 right-hand
+sides, 919 noise terms (with the options 0.9 s), not yet one. Tanh's noise term is evaluated
+at every right-hand side: held once per time point, it took more steps and more CPU time
+(`NOISE_LAG`). An explicit integrator needs a noise term at every stage: ``solve_ivp`` with
+DOP853 had used 1,300 right-hand sides by t = 137, RK45 by t = 80 (softplus, the same
+tolerances; 2026-12-08 01:07 UTC, load 2.5). `online_ode()` checks a noise term by a rule (the
 four-point quadrature or the Sobol rule) while it integrates (``noise_check``; `NoiseWatch`, declared by `NOISE_CHECK`):
 against Monte Carlo at the start and at each eighth of the horizon within 10% of the run's CPU
 time, warning once (`gaugedyn.NoiseTermWarning`) or raising where it is off by more than 10%.
