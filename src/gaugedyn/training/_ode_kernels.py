@@ -898,13 +898,15 @@ def quadrature_rhs(
     control,
     table,
     out,
+    part,
 ):
     """The online ODE's right-hand side (``OnlineODE``'s layout and options) for activation code
     ``act``; ``u = up^2 + down^2``, ``v = 2 up down`` of a homogeneous ``g``; ``(z, w,
     basis_t)`` the smooth rule's coefficient rule; ``grids_*`` the noise term's one-dimensional
     Gauss-Hermite rules (row 0: the four-point rule, row ``r``: the direct rule of rank ``r``);
     ``method``, ``slopes``, ``nodes``, ``control`` and ``table`` the noise term's
-    (`noise_expectation()`)."""
+    (`noise_expectation()`); ``part`` (the size of ``out``, or empty: not asked for) receives
+    the noise part of ``out`` apart (`rhs_given()`)."""
     P = K + M
     C, c = state_gram(y, K, M, b, T)
     S, dS = np.empty(P), np.empty(P)
@@ -940,6 +942,7 @@ def quadrature_rhs(
         S,
         dS,
         out,
+        part,
     )
     return out
 
@@ -977,6 +980,7 @@ def flow_given(y, K, M, b, T, eta, wd, lr2, act, homogeneous, u, v, C, c, A, S, 
         S,
         dS,
         out,
+        np.empty(0),
     )
 
 
@@ -1048,9 +1052,13 @@ def rhs_given(
     S,
     dS,
     out,
+    part,
 ):
     """`quadrature_rhs()` into ``out`` given the state's Gram matrix ``(C, c)`` (`state_gram()`)
-    and each field's coefficients ``(A, S, dS)`` (`field_coefficients()`)."""
+    and each field's coefficients ``(A, S, dS)`` (`field_coefficients()`); where ``part`` has
+    the size of ``out``, the noise part of ``out`` (``noise_scale a_i a_k (E_ik + sigma^2
+    J_ik)`` in the ``Q`` entries, 0 elsewhere) into ``part`` too, so that ``out`` less ``part``
+    is the flow (`flow_given()`) up to the round-off of one addition per entry."""
     P = K + M
     a = y[:K]
     F, Fq1, Fc = np.zeros((K, P)), np.zeros((K, P)), np.zeros((K, P))
@@ -1088,6 +1096,9 @@ def rhs_given(
         dQ -= 2.0 * wd * Q
         dR -= wd * R
     dQ *= eta
+    split = part.shape[0] == out.shape[0]
+    if split:
+        part[:] = 0.0
     if noise_scale != 0.0:
         E = np.zeros((K, K))
         noise_expectation(
@@ -1115,6 +1126,9 @@ def rhs_given(
                 dQ[i, k] += noise_scale * a[i] * a[k] * s
                 if k != i:
                     dQ[k, i] += noise_scale * a[i] * a[k] * s
+                if split:
+                    part[K + i * K + k] = noise_scale * a[i] * a[k] * s
+                    part[K + k * K + i] = noise_scale * a[i] * a[k] * s
     for i in range(K):
         out[i] = eta * da[i]
         for j in range(K):

@@ -691,14 +691,23 @@ def compiled_rhs(
     lr2: float = 1.0,
     label_noise: float = 0.0,
     activation: str | Activation = "erf",
+    split: bool = False,
 ):
     """``f(t, y)``: the compiled right-hand side of `OnlineODE` for ``activation`` (one with a
     compiled code, its own teacher activation). erf: its closed forms in the classical form
     (`gaugedyn.training._online_fast.compiled_online_rhs()`); any other: this module's own
     rules (the Mehler series or the ReLU closed forms for the flow; for the noise term the method
     of `noise_method()`: the orthant moments of a piecewise-linear activation, else the direct or
-    four-point Gauss-Hermite rule) compiled (`gaugedyn.training._ode_kernels`)."""
+    four-point Gauss-Hermite rule) compiled (`gaugedyn.training._ode_kernels`). With ``split``
+    (every activation but erf) ``f(t, y)`` returns ``(rhs, part)``: the same right-hand side,
+    to the bit, and its noise part apart (label noise included; 0 outside the ``Q`` entries),
+    from one evaluation (`NoiseRule`)."""
     act = activation_of(activation)
+    if split and act.name == "erf" and act.closed_form is not None:
+        raise InputError(
+            "split=True is not allowed for erf (its closed forms give the right-hand side "
+            "whole); allowed: split=False, or an activation other than erf"
+        )
     if act.name == "erf" and act.closed_form is not None:
         from ._online_fast import compiled_online_rhs
 
@@ -714,7 +723,9 @@ def compiled_rhs(
             lr2=lr2,
             label_noise=label_noise,
         )
-    return _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label_noise)
+    return _quadrature_rhs(
+        act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label_noise, split
+    )
 
 
 def _grids(sizes):
@@ -780,10 +791,11 @@ def compiled_flow_jacobian(act, K: int, M: int, b, T, eta: float, weight_decay=0
     return jac
 
 
-def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label_noise):
+def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label_noise, split):
     """``f(t, y)`` of the online ODE of a compiled activation other than erf
     (`gaugedyn.training._ode_kernels.quadrature_rhs()`), with the rules' sizes read from their
-    one declaration each (the activation's quadrature, `rule_sizes()`)."""
+    one declaration each (the activation's quadrature, `rule_sizes()`); with ``split``, ``f(t,
+    y)`` is ``(rhs, noise part)`` (`compiled_rhs()`)."""
     from . import _ode_kernels
 
     if act.code is None:
@@ -806,6 +818,7 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
     nodes = rule_nodes(NOISE_METHODS[method], K + M, act)
     control = rule_control(NOISE_METHODS[method], act)
     table = field_table(NOISE_METHODS[method], act)
+    empty = np.empty(0)
 
     def f(t, y):
         return rhs(
@@ -835,9 +848,48 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
             control,
             table,
             np.empty(size),
+            empty,
         )
 
-    return f
+    if not split:
+        return f
+
+    def parts(t, y):
+        part = np.empty(size)
+        return (
+            rhs(
+                np.asarray(y, dtype=np.float64),
+                K,
+                M,
+                b,
+                T,
+                float(eta),
+                noise_scale,
+                wd,
+                rate,
+                sigma2,
+                int(act.code),
+                bool(act.homogeneous),
+                u,
+                v,
+                z1,
+                w1,
+                basis_t,
+                grids_z,
+                grids_w,
+                grids_n,
+                method,
+                slopes,
+                nodes,
+                control,
+                table,
+                np.empty(size),
+                part,
+            ),
+            part,
+        )
+
+    return parts
 
 
 def rule_nodes(method: str, P: int, activation) -> np.ndarray:
@@ -1121,33 +1173,33 @@ in ten minutes (the kinks)."""
 class NoiseRule:
     """The online ODE's right-hand side as LSODA calls it, counting its calls and noise terms
     (the rule of `NOISE_RULES`: ``"every_call"`` where ``flow`` is ``None``, else
-    ``"once_per_time"``). ``f(t, y)`` is the whole right-hand side (`compiled_rhs()`),
-    ``flow(t, y)`` the same without the noise term; ``noise`` says whether ``f`` has one.
-    Once per time: the first call at a time ``t`` returns ``f(t, y)``; a later call at that
-    ``t`` returns ``flow(t, y)`` plus the noise part of the first call there,
-    ``f(t, y_0) - flow(t, y_0)`` (the flow at ``y_0`` evaluated at the first such call). A
-    caller asking for one right-hand side of a state asks `compiled_rhs()`, never this: the
-    lag belongs to the integration."""
+    ``"once_per_time"``); ``noise`` says whether ``f`` has a noise term. Every call: ``f(t,
+    y)`` is the whole right-hand side (`compiled_rhs()`). Once per time: ``f(t, y)`` returns
+    the whole right-hand side and its noise part apart (`compiled_rhs()` with ``split``) and
+    ``flow(t, y)`` is the same without the noise term; the first call at a time ``t`` returns
+    the whole right-hand side, a later call at that ``t`` ``flow(t, y)`` plus the noise part
+    of the first call there (one evaluation of the first state: its flow is not evaluated
+    again, as it was when the part was the whole less the flow, about 440 flows a softplus run
+    to t = 1000). A caller asking for one right-hand side of a state asks `compiled_rhs()`,
+    never this: the lag belongs to the integration."""
 
     def __init__(self, f, flow=None, noise: bool = True):
         self.f, self.flow, self.noise = f, flow, noise
         self.rule = NOISE_RULES[0] if flow is None else NOISE_RULES[1]
         self.calls, self.noise_terms = 0, 0
         self._t: float | None = None
-        self._first: tuple | None = None
         self._part = None
 
     def __call__(self, t, y):
         self.calls += 1
-        if self.flow is not None and t == self._t and self._first is not None:
-            if self._part is None:
-                y0, out0 = self._first
-                self._part = out0 - self.flow(t, y0)
+        if self.flow is None:
+            self.noise_terms += int(self.noise)
+            return self.f(t, y)
+        if t == self._t and self._part is not None:
             return self.flow(t, y) + self._part
-        out = self.f(t, y)
+        out, self._part = self.f(t, y)
+        self._t = t
         self.noise_terms += int(self.noise)
-        if self.flow is not None:
-            self._t, self._first, self._part = t, (np.array(y, dtype=np.float64), out), None
         return out
 
     def record(self, integrator: str) -> dict:
@@ -1240,7 +1292,7 @@ def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options,
     eta, batch, noise = run
     weight_decay, lr2, label_noise = options
 
-    def rhs(with_noise: bool, sigma: float):
+    def rhs(with_noise: bool, sigma: float, split: bool = False):
         return compiled_rhs(
             problem.K,
             problem.M,
@@ -1253,9 +1305,9 @@ def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options,
             lr2=float(lr2),
             label_noise=sigma,
             activation=act,
+            split=split,
         )
 
-    f = rhs(noise, float(label_noise))
     grid = times if times[0] == 0.0 else np.concatenate([[0.0], times])
     jac = None
     if noise and act.name != "erf":
@@ -1263,7 +1315,11 @@ def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options,
             act, problem.K, problem.M, b, T, eta, float(weight_decay), float(lr2)
         )
     lag = jac is not None and act.name in NOISE_LAG
-    rule = NoiseRule(f, rhs(False, float(label_noise)) if lag else None, noise)
+    sigma = float(label_noise)
+    if lag:  # the first call at a time gives its noise part apart (NoiseRule)
+        rule = NoiseRule(rhs(noise, sigma, split=True), rhs(False, sigma), noise)
+    else:
+        rule = NoiseRule(rhs(noise, sigma), None, noise)
     Y, info = odeint(
         rule if watch is None else watch.watched(rule),
         y0,
@@ -1281,7 +1337,7 @@ def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options,
     ):
         # the Newton iteration failed on the flow's Jacobian: LSODA's own differences of
         # the whole right-hand side, evaluated whole at every call
-        whole = NoiseRule(f, None, noise)
+        whole = NoiseRule(rhs(noise, sigma), None, noise)
         Y, info = odeint(
             whole if watch is None else watch.watched(whole),
             y0,
