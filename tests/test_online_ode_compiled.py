@@ -221,3 +221,20 @@ def test_times_zero_alone_gives_the_start(activation, method):
         assert o[key].shape == (1, *start.shape)
         np.testing.assert_array_equal(o[key][0], start)
     assert o["noise_check"]["checks"] == [] and o["noise_check"]["passed"] is None
+
+
+def test_softplus_shared_exponential_gives_the_bits_of_each_function():
+    """`_ode_kernels.softplus_pair()` (one ``exp(-|x|)``, through `g_pair()` and `g_triple()`)
+    gives the bits of ``g``, ``g'`` and ``g''`` evaluated apart, on both sides of 0, at 0 and
+    where the exponential under- or overflows."""
+    from gaugedyn.training import _ode_kernels
+    from gaugedyn.training._online_kernels import g, g_prime, g_second
+
+    xs = np.concatenate(
+        [np.random.default_rng(1).standard_normal(200) * 6, [0.0, -0.0, 1e-300, -1e-300]]
+    )
+    xs = np.concatenate([xs, [40.0, -40.0, 750.0, -750.0, np.inf, -np.inf]])
+    for x in xs:
+        apart = (g(4, x), g_prime(4, x), g_second(4, x))
+        assert _ode_kernels.g_triple(4, x) == apart, x
+        assert _ode_kernels.g_pair(4, x) == apart[:2], x

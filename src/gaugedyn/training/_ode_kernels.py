@@ -92,11 +92,25 @@ tolerance): the rank of ``C`` and the dropped axes of a four-point rule."""
 def g_triple(act, x):
     """``(g(x), g'(x), g''(x))`` of activation code ``act``, the same values as `g()`,
     `g_prime()` and `g_second()` apart, with tanh's ``tanh(x)`` computed once (three calls of it
-    were most of the flow's cost)."""
+    were most of the flow's cost) and softplus's ``exp(-|x|)`` once (`softplus_pair()`)."""
     if act == 3:
         t = math.tanh(x)
         return t, 1.0 - t * t, -2.0 * t * (1.0 - t * t)
+    if act == 4:
+        gx, s = softplus_pair(x)
+        return gx, s, s * (1.0 - s)
     return g(act, x), g_prime(act, x), g_second(act, x)
+
+
+@numba.njit(inline="always", cache=True)
+def softplus_pair(x):
+    """``(g(x), g'(x))`` of softplus (code 4), the bits of `g()` and `g_prime()` apart, from one
+    ``e = exp(-|x|)``: ``g = max(x, 0) + log1p(e)``, ``g' = 1 / (1 + e)`` for ``x >= 0``
+    (``e = exp(-x)``) and ``e / (1 + e)`` below (``e = exp(x)``); apart, ``g`` and ``g'``
+    computed ``exp(-|x|)`` and ``exp(-x)`` or ``exp(x)``, two exponentials where one is the
+    other."""
+    e = math.exp(-abs(x))
+    return max(x, 0.0) + math.log1p(e), (1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e))
 
 
 @numba.njit(inline="always", cache=True)
@@ -105,6 +119,8 @@ def g_pair(act, x):
     if act == 3:
         t = math.tanh(x)
         return t, 1.0 - t * t
+    if act == 4:
+        return softplus_pair(x)
     return g(act, x), g_prime(act, x)
 
 
