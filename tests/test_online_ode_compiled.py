@@ -238,3 +238,37 @@ def test_softplus_shared_exponential_gives_the_bits_of_each_function():
         apart = (g(4, x), g_prime(4, x), g_second(4, x))
         assert _ode_kernels.g_triple(4, x) == apart, x
         assert _ode_kernels.g_pair(4, x) == apart[:2], x
+
+
+@pytest.mark.parametrize("name", ["softplus", "tanh"])
+@pytest.mark.parametrize("nodes", [None, 7, 6, 5])
+def test_hermite_coefficients_are_the_node_by_node_sums_to_the_bit(name, nodes):
+    """`_ode_kernels.hermite_coefficients()` (the nodes four at a time) gives the bits of the
+    sums node by node in the nodes' order (plain Python floats here), with any remainder of
+    nodes; ``nodes``: the first that many of the activation's rule (``None``: all of it)."""
+    from gaugedyn.theory import activation_of
+    from gaugedyn.training import _ode_kernels
+    from gaugedyn.training._online_ode import _flow_rules
+
+    act = activation_of(name)
+    _, _, z, w, basis_t = _flow_rules(act)
+    if nodes is not None:
+        z, w, basis_t = z[150 : 150 + nodes], w[150 : 150 + nodes], basis_t[150 : 150 + nodes]
+        basis_t = np.ascontiguousarray(basis_t)
+    q = 1.37
+    A = np.empty((2, 2, basis_t.shape[1]))
+    got = _ode_kernels.hermite_coefficients(int(act.code), q, z, w, basis_t, A, 1)
+    sq = float(np.sqrt(q))
+    a0, a1 = [0.0] * basis_t.shape[1], [0.0] * basis_t.shape[1]
+    S = dS = 0.0
+    for j in range(z.size):
+        G, P, G2 = _ode_kernels.g_triple(int(act.code), sq * float(z[j]))
+        pz = P * float(z[j])
+        for k in range(basis_t.shape[1]):
+            a0[k] += float(basis_t[j, k]) * G
+            a1[k] += float(basis_t[j, k]) * pz
+        S += float(w[j]) * G * G
+        dS += float(w[j]) * (P * P + G * G2)
+    assert got == (S, dS)
+    np.testing.assert_array_equal(A[1, 0], a0)
+    np.testing.assert_array_equal(A[1, 1], np.array(a1) / (2.0 * sq))

@@ -128,24 +128,49 @@ def g_pair(act, x):
 def hermite_coefficients(act, q, z, w, basis_t, A, row):
     """``A[row, 0, k] = A_k(q)`` and ``A[row, 1, k] = A_k'(q)`` of ``g(sqrt(q) z)`` from the rule
     ``(z, w)`` and its basis ``basis_t[j, k] = w_j He_k(z_j) / sqrt(k!)``; returns ``(S(q),
-    S'(q))`` (``S' = E[g'^2 + g g'']``)."""
+    S'(q))`` (``S' = E[g'^2 + g g'']``).
+
+    The nodes four at a time: each coefficient adds the four nodes' terms in the nodes' order
+    before it is stored again (the same additions in the same order as node by node, to the
+    bit; tested), so the rows of ``A`` pass through memory a quarter as often: 0.115 -> 0.077
+    ms for softplus's 8 fields at K = M = 4 (384 nodes, 97 terms; 2026-12-08 01:53 UTC, load
+    1.9)."""
     n, terms = basis_t.shape
     sq = math.sqrt(q)
+    a0, a1 = A[row, 0], A[row, 1]
     for k in range(terms):
-        A[row, 0, k] = 0.0
-        A[row, 1, k] = 0.0
+        a0[k] = 0.0
+        a1[k] = 0.0
     S, dS = 0.0, 0.0
-    for j in range(n):
-        x = sq * z[j]
-        G, P, G2 = g_triple(act, x)
+    full = n - n % 4
+    for j in range(0, full, 4):
+        G0, P0, Q0 = g_triple(act, sq * z[j])
+        G1, P1, Q1 = g_triple(act, sq * z[j + 1])
+        G2, P2, Q2 = g_triple(act, sq * z[j + 2])
+        G3, P3, Q3 = g_triple(act, sq * z[j + 3])
+        p0, p1, p2, p3 = P0 * z[j], P1 * z[j + 1], P2 * z[j + 2], P3 * z[j + 3]
+        b0, b1, b2, b3 = basis_t[j], basis_t[j + 1], basis_t[j + 2], basis_t[j + 3]
+        for k in range(terms):
+            a0[k] = (((a0[k] + b0[k] * G0) + b1[k] * G1) + b2[k] * G2) + b3[k] * G3
+            a1[k] = (((a1[k] + b0[k] * p0) + b1[k] * p1) + b2[k] * p2) + b3[k] * p3
+        S += w[j] * G0 * G0
+        dS += w[j] * (P0 * P0 + G0 * Q0)
+        S += w[j + 1] * G1 * G1
+        dS += w[j + 1] * (P1 * P1 + G1 * Q1)
+        S += w[j + 2] * G2 * G2
+        dS += w[j + 2] * (P2 * P2 + G2 * Q2)
+        S += w[j + 3] * G3 * G3
+        dS += w[j + 3] * (P3 * P3 + G3 * Q3)
+    for j in range(full, n):
+        G, P, G2 = g_triple(act, sq * z[j])
         pz = P * z[j]
         for k in range(terms):
-            A[row, 0, k] += basis_t[j, k] * G
-            A[row, 1, k] += basis_t[j, k] * pz
+            a0[k] += basis_t[j, k] * G
+            a1[k] += basis_t[j, k] * pz
         S += w[j] * G * G
         dS += w[j] * (P * P + G * G2)
     for k in range(terms):
-        A[row, 1, k] /= 2.0 * sq
+        a1[k] /= 2.0 * sq
     return S, dS
 
 
