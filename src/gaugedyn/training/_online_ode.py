@@ -74,7 +74,20 @@ iterations at one time now reuse the noise term of the step's first state there
 (`NOISE_LAG`, `NoiseRule`: the same tolerance-level error against a run at rtol 1e-11): 828
 noise terms (with the options 646). Both together (``bench_online_ode.py --rounds 2 --t-max 1000 --rtol 1e-8 --budget 4000
 --activations softplus``, 2026-12-08 01:42 UTC, load 1.0): 1.2 CPU seconds, 1,364 right-hand
-sides, 919 noise terms (with the options 0.9 s), not yet one. Tanh's noise term is evaluated
+sides, 919 noise terms (with the options 0.9 s), not yet one. Then the first call at a time
+gives its noise part apart (`NoiseRule`: a repeat no longer evaluates the flow at the first
+state again, about 450 flows a run), the flow's Hermite coefficients take the nodes four at
+a time (`gaugedyn.training._ode_kernels.hermite_coefficients()`, a third less) and
+softplus's ``g`` and ``g'`` share one exponential (the same bits): 0.98 CPU seconds, 1,306
+right-hand sides, 855 noise terms, 451 flows alone, 45 flow Jacobians (with the options
+0.75 s; the same command, 01:57 UTC, load 0.9; in three interleaved pairs of processes,
+three runs each, 01:55 UTC, load 1.4 to 1.5: 0.96 to 1.00 s against 1.16 to 1.31 s before).
+Of that, the noise terms about 0.76 s (0.9 ms each: the control's exact term 0.5, the Sobol
+rule 0.37), the flows 0.1 s, the runtime check at the start (`NOISE_CHECK`, 2^18 draws) 0.08
+s (``noise_check="off"`` saves it), the Jacobians 0.02 s. The trajectory moves at the
+tolerance's level with the held part's round-off (the whole less the flow before, the part
+itself now): within 2.1e-8 of the earlier run's states at the 101 record times (the largest
+component 4.1; ``noise_check="off"``), as the lag itself had moved them by 1.7e-8. Tanh's noise term is evaluated
 at every right-hand side: held once per time point, it took more steps and more CPU time
 (`NOISE_LAG`). An explicit integrator needs a noise term at every stage: ``solve_ivp`` with
 DOP853 had used 1,300 right-hand sides by t = 137, RK45 by t = 80 (softplus, the same
@@ -1388,8 +1401,8 @@ def online_ode(
     of a high-precision reference at every state of a run to t = 1000, about 0.3 ms per
     compiled right-hand side at ``K = M = 4``, a run to t = 1000 at rtol 1e-8 under a CPU
     second); for softplus the same rule at $2^{12}$ nodes with a mixture of Gaussian-smoothed
-    ReLUs as control, its noise term exact by orthant moments (`RELU_MIXTURES`; about 3.5 ms
-    per compiled right-hand side at ``K = M = 4``, 2.5 of them the control's exact term),
+    ReLUs as control, its noise term exact by orthant moments (`RELU_MIXTURES`; about 1.1 ms
+    per compiled right-hand side at ``K = M = 4``, 0.5 of them the control's exact term),
     evaluated once per time point of the integration, LSODA's corrector iterations there
     reusing it (`NOISE_LAG`, `NoiseRule`; the record's ``"integration"``); for
     another smooth activation whose fields
