@@ -831,78 +831,19 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
     nodes = rule_nodes(NOISE_METHODS[method], K + M, act)
     control = rule_control(NOISE_METHODS[method], act)
     table = field_table(NOISE_METHODS[method], act)
+    args = (K, M, b, T, float(eta), noise_scale, wd, rate, sigma2, int(act.code))
+    args += (bool(act.homogeneous), u, v, z1, w1, basis_t, grids_z, grids_w, grids_n, method)
+    args += (slopes, nodes, control, table)
     empty = np.empty(0)
 
     def f(t, y):
-        return rhs(
-            np.asarray(y, dtype=np.float64),
-            K,
-            M,
-            b,
-            T,
-            float(eta),
-            noise_scale,
-            wd,
-            rate,
-            sigma2,
-            int(act.code),
-            bool(act.homogeneous),
-            u,
-            v,
-            z1,
-            w1,
-            basis_t,
-            grids_z,
-            grids_w,
-            grids_n,
-            method,
-            slopes,
-            nodes,
-            control,
-            table,
-            np.empty(size),
-            empty,
-        )
-
-    if not split:
-        return f
+        return rhs(np.asarray(y, dtype=np.float64), *args, np.empty(size), empty)
 
     def parts(t, y):
         part = np.empty(size)
-        return (
-            rhs(
-                np.asarray(y, dtype=np.float64),
-                K,
-                M,
-                b,
-                T,
-                float(eta),
-                noise_scale,
-                wd,
-                rate,
-                sigma2,
-                int(act.code),
-                bool(act.homogeneous),
-                u,
-                v,
-                z1,
-                w1,
-                basis_t,
-                grids_z,
-                grids_w,
-                grids_n,
-                method,
-                slopes,
-                nodes,
-                control,
-                table,
-                np.empty(size),
-                part,
-            ),
-            part,
-        )
+        return rhs(np.asarray(y, dtype=np.float64), *args, np.empty(size), part), part
 
-    return parts
+    return parts if split else f
 
 
 def rule_nodes(method: str, P: int, activation) -> np.ndarray:
