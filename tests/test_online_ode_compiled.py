@@ -272,3 +272,34 @@ def test_hermite_coefficients_are_the_node_by_node_sums_to_the_bit(name, nodes):
     assert got == (S, dS)
     np.testing.assert_array_equal(A[1, 0], a0)
     np.testing.assert_array_equal(A[1, 1], np.array(a1) / (2.0 * sq))
+
+
+@pytest.mark.parametrize("name", ["softplus", "relu"])
+def test_teacher_coefficients_are_those_of_every_state(name):
+    """`_ode_kernels.teacher_coefficients()` (computed once per right-hand side function) are
+    the bits `field_coefficients()` gives the teacher's fields at a state's Gram matrix, and
+    `compiled_rhs` with them is the reference's right-hand side."""
+    from gaugedyn.theory import activation_of
+    from gaugedyn.training import _ode_kernels
+    from gaugedyn.training._online_ode import _flow_rules
+
+    act = activation_of(name)
+    problem = random_problem(30, 3, 2, np.random.default_rng(4), activation=name)
+    a, Q, R, b, T = problem.order_parameters()
+    assert not np.allclose(np.diag(T), T[0, 0])  # distinct teacher variances
+    u, _, z, w, basis_t = _flow_rules(act)
+    y = np.concatenate([a, Q.ravel(), R.ravel()])
+    C, _ = _ode_kernels.state_gram(y, 3, 2, b, T)
+    A = np.zeros((5, 2, basis_t.shape[1] if not act.homogeneous else 1))
+    S, dS = np.zeros(5), np.zeros(5)
+    args = (int(act.code), bool(act.homogeneous), u)
+    for p in range(5):
+        _ode_kernels.field_coefficients(*args, C, z, w, basis_t, A, S, dS, p)
+    tA, tS, tdS = _ode_kernels.teacher_coefficients(*args, T, z, w, basis_t)
+    np.testing.assert_array_equal(tS, S[3:])
+    np.testing.assert_array_equal(tdS, dS[3:])
+    if not act.homogeneous:
+        np.testing.assert_array_equal(tA, A[3:])
+    ref = OnlineODE(3, 2, b, T, name, 0.8, 1, True)(0.0, y)
+    fast = compiled_rhs(3, 2, b, T, 0.8, 1, True, activation=name)(0.0, y)
+    np.testing.assert_allclose(fast, ref, rtol=0, atol=1e-12 * np.abs(ref).max())

@@ -912,6 +912,19 @@ def field_coefficients(act, homogeneous, u, C, z, w, basis_t, A, S, dS, p):
 
 
 @numba.njit(cache=True)
+def teacher_coefficients(act, homogeneous, u, T, z, w, basis_t):
+    """``(A, S, dS)`` of the teacher's ``M`` fields (`field_coefficients()` at the variances
+    ``T[n, n]``, rows ``n``): what `quadrature_rhs()` would compute for fields ``K..K+M-1`` at
+    every state, the same bits, computed once (half of the flow's coefficients at K = M)."""
+    M = T.shape[0]
+    A = np.empty((M, 2, basis_t.shape[1] if not homogeneous else 1))
+    S, dS = np.zeros(M), np.zeros(M)
+    for n in range(M):
+        field_coefficients(act, homogeneous, u, T, z, w, basis_t, A, S, dS, n)
+    return A, S, dS
+
+
+@numba.njit(cache=True)
 def quadrature_rhs(
     y,
     K,
@@ -938,6 +951,7 @@ def quadrature_rhs(
     nodes,
     control,
     table,
+    teacher,
     out,
     part,
 ):
@@ -946,14 +960,20 @@ def quadrature_rhs(
     basis_t)`` the smooth rule's coefficient rule; ``grids_*`` the noise term's one-dimensional
     Gauss-Hermite rules (row 0: the four-point rule, row ``r``: the direct rule of rank ``r``);
     ``method``, ``slopes``, ``nodes``, ``control`` and ``table`` the noise term's
-    (`noise_expectation()`); ``part`` (the size of ``out``, or empty: not asked for) receives
-    the noise part of ``out`` apart (`rhs_given()`)."""
+    (`noise_expectation()`); ``teacher`` the teacher's fields' coefficients
+    (`teacher_coefficients()`: their variances are ``T``'s, the same at every state); ``part``
+    (the size of ``out``, or empty: not asked for) receives the noise part of ``out`` apart
+    (`rhs_given()`)."""
     P = K + M
     C, c = state_gram(y, K, M, b, T)
     S, dS = np.empty(P), np.empty(P)
     A = np.empty((P, 2, basis_t.shape[1] if not homogeneous else 1))
-    for p in range(P):
+    for p in range(K):
         field_coefficients(act, homogeneous, u, C, z, w, basis_t, A, S, dS, p)
+    tA, tS, tdS = teacher
+    for n in range(M):
+        A[K + n] = tA[n]
+        S[K + n], dS[K + n] = tS[n], tdS[n]
     rhs_given(
         y,
         K,

@@ -833,7 +833,10 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
     table = field_table(NOISE_METHODS[method], act)
     args = (K, M, b, T, float(eta), noise_scale, wd, rate, sigma2, int(act.code))
     args += (bool(act.homogeneous), u, v, z1, w1, basis_t, grids_z, grids_w, grids_n, method)
-    args += (slopes, nodes, control, table)
+    teacher = _ode_kernels.teacher_coefficients(
+        int(act.code), bool(act.homogeneous), u, T, z1, w1, basis_t
+    )
+    args += (slopes, nodes, control, table, teacher)
     empty = np.empty(0)
 
     def f(t, y):
