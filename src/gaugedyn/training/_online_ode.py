@@ -87,8 +87,8 @@ command above at 02:06 to 02:07 UTC (load 0.85 to 0.9), one run each, 0.92, 1.03
 (with the options 0.71 to 0.82 s): on this shared machine a single run straddles one
 second. Of that, the noise terms about 0.76 s (0.9 ms each: the control's exact term 0.5,
 the Sobol rule 0.37, of it the field table's lookups 0.33), the runtime check at the start
-(`NOISE_CHECK`, 2^18 draws; ``noise_check="off"`` saves it) 0.08 s, the flows 0.06 s (0.044 ms each, from 0.13), the
-Jacobians 0.02 s. The trajectory moves at the tolerance's level with the held part's
+(`NOISE_CHECK`, 2^18 draws; ``noise_check="off"`` saves it) 0.08 s, the flows 0.06 s
+(0.044 ms each, from 0.13), the Jacobians 0.02 s. The trajectory moves at the tolerance's level with the held part's
 round-off (the whole less the flow before, the part itself now): within 2.1e-8 of the
 earlier run's states at the 101 record times (the largest component 4.1;
 ``noise_check="off"``), as the lag itself had moved them by 1.7e-8. Tanh's noise term is evaluated
