@@ -76,22 +76,22 @@ noise terms (with the options 646). Both together (``bench_online_ode.py --round
 --activations softplus``, 2026-12-08 01:42 UTC, load 1.0): 1.2 CPU seconds, 1,364 right-hand
 sides, 919 noise terms (with the options 0.9 s), not yet one. Then the first call at a time
 gives its noise part apart (`NoiseRule`: a repeat no longer evaluates the flow at the first
-state again, about 450 flows a run), the flow's Hermite coefficients take the nodes four at
-a time (`gaugedyn.training._ode_kernels.hermite_coefficients()`, a third less), the
-teacher's fields' coefficients are computed once (`gaugedyn.training._ode_kernels.teacher_coefficients()`,
-half of the rest) and softplus's ``g`` and ``g'`` share one exponential (the same bits):
-1,306 right-hand sides, 855 noise terms, 451 flows alone, 45 flow Jacobians, and in three
-interleaved pairs of processes, three runs each (2026-12-08 02:07 UTC, load 0.9), 0.92 to
-0.99 CPU s (median 0.95) against 1.17 to 1.39 s (median 1.24) before; the benchmark's
-command above at 02:06 to 02:07 UTC (load 0.85 to 0.9), one run each, 0.92, 1.03 and 1.07 s
-(with the options 0.71 to 0.82 s): on this shared machine a single run straddles one
-second. Of that, the noise terms about 0.76 s (0.9 ms each: the control's exact term 0.5,
-the Sobol rule 0.37, of it the field table's lookups 0.33), the runtime check at the start
-(`NOISE_CHECK`, 2^18 draws; ``noise_check="off"`` saves it) 0.08 s, the flows 0.06 s
-(0.044 ms each, from 0.13), the Jacobians 0.02 s. The trajectory moves at the tolerance's level with the held part's
-round-off (the whole less the flow before, the part itself now): within 2.1e-8 of the
-earlier run's states at the 101 record times (the largest component 4.1;
-``noise_check="off"``), as the lag itself had moved them by 1.7e-8. Tanh's noise term is evaluated
+state again, about 450 flows a run), the flow's Hermite coefficients take the nodes four at a
+time (`gaugedyn.training._ode_kernels.hermite_coefficients()`, a third less), the teacher's
+fields' coefficients are computed once (`gaugedyn.training._ode_kernels.teacher_coefficients()`,
+half of the rest) and softplus's ``g`` and ``g'`` share one exponential (the same bits): 1,306
+right-hand sides, 855 noise terms, 451 flows alone, 45 flow Jacobians, and in three interleaved
+pairs of processes, three runs each (2026-12-08 02:07 UTC, load 0.9), 0.92 to 0.99 CPU s (median
+0.95) against 1.17 to 1.39 s (median 1.24) before; the benchmark's command above at 02:06 to
+02:07 UTC (load 0.85 to 0.9), one run each, 0.92, 1.03 and 1.07 s (with the options 0.71 to 0.82
+s): on this shared machine a single run straddles one second. Of that, the noise terms about
+0.76 s (0.9 ms each: the control's exact term 0.5, the Sobol rule 0.37, of it the field table's
+lookups 0.33), the runtime check at the start (`NOISE_CHECK`, 2^18 draws; ``noise_check="off"``
+saves it) 0.08 s, the flows 0.06 s (0.044 ms each, from 0.13), the Jacobians 0.02 s. The
+trajectory moves at the tolerance's level with the held part's round-off (the whole less the
+flow before, the part itself now): within 2.1e-8 of the earlier run's states at the 101 record
+times (the largest component 4.1; ``noise_check="off"``), as the lag itself had moved them by
+1.7e-8. Tanh's noise term is evaluated
 at every right-hand side: held once per time point, it took more steps and more CPU time
 (`NOISE_LAG`). An explicit integrator needs a noise term at every stage: ``solve_ivp`` with
 DOP853 had used 1,300 right-hand sides by t = 137, RK45 by t = 80 (softplus, the same
