@@ -5,13 +5,15 @@ unchanged (a function of the state)."""
 import numpy as np
 import pytest
 
+from gaugedyn import InputError
 from gaugedyn.theory import random_problem
 from gaugedyn.training import _online_ode, online_ode
 from gaugedyn.training._online_ode import NOISE_LAG, NOISE_RULES, NoiseRule, compiled_rhs
 
 
 def _parts():
-    """A flow and a noise part that differ at every state, and their sum."""
+    """A flow and a noise part that differ at every state, their sum, and the sum with the
+    noise part apart (`compiled_rhs`'s ``split``)."""
 
     def flow(t, y):
         return -y + t
@@ -19,14 +21,17 @@ def _parts():
     def noise(t, y):
         return np.sin(y) * y
 
-    return flow, noise, (lambda t, y: flow(t, y) + noise(t, y))
+    def whole(t, y):
+        return flow(t, y) + noise(t, y)
+
+    return flow, noise, whole, (lambda t, y: (whole(t, y), noise(t, y)))
 
 
 def test_once_per_time_reuses_the_first_states_noise_part():
     """The first call at a time is the whole right-hand side; later calls at that time are the
     flow at their own state plus the first state's noise part; a new time evaluates anew."""
-    flow, noise, whole = _parts()
-    rule = NoiseRule(whole, flow)
+    flow, noise, whole, split = _parts()
+    rule = NoiseRule(split, flow)
     y0, y1, y2 = np.array([0.3, -1.0]), np.array([0.5, -0.8]), np.array([0.1, 2.0])
     np.testing.assert_array_equal(rule(1.0, y0), whole(1.0, y0))
     close = dict(rtol=0, atol=1e-14)
@@ -37,11 +42,29 @@ def test_once_per_time_reuses_the_first_states_noise_part():
     assert (rule.calls, rule.noise_terms, rule.rule) == (5, 2, "once_per_time")
 
 
+def test_once_per_time_evaluates_each_state_once():
+    """A repeat at a time evaluates the flow at its own state only: the first state is
+    evaluated once, whole with its noise part apart, and its flow is not evaluated again."""
+    flow, _, _, split = _parts()
+    seen = []
+
+    def counted_flow(t, y):
+        seen.append(y.copy())
+        return flow(t, y)
+
+    rule = NoiseRule(split, counted_flow)
+    y0, y1 = np.array([0.3, -1.0]), np.array([0.5, -0.8])
+    rule(1.0, y0)
+    rule(1.0, y1)
+    rule(1.0, y1)
+    assert len(seen) == 2 and all(np.array_equal(y, y1) for y in seen)
+
+
 def test_the_first_state_is_kept_though_the_caller_reuses_its_buffer():
     """The noise part is that of the state as it was at the first call, though the caller
     writes the next state into the same array."""
-    flow, noise, whole = _parts()
-    rule = NoiseRule(whole, flow)
+    flow, noise, _, split = _parts()
+    rule = NoiseRule(split, flow)
     y = np.array([0.3, -1.0])
     rule(1.0, y)
     y[:] = [0.5, -0.8]
@@ -51,7 +74,7 @@ def test_the_first_state_is_kept_though_the_caller_reuses_its_buffer():
 
 
 def test_every_call_is_the_whole_right_hand_side():
-    flow, _, whole = _parts()
+    flow, _, whole, _ = _parts()
     rule = NoiseRule(whole)
     y0, y1 = np.array([0.3, -1.0]), np.array([0.5, -0.8])
     for t, y in ((1.0, y0), (1.0, y1), (1.0, y1)):
@@ -170,3 +193,33 @@ def test_compiled_rhs_stays_a_function_of_the_state():
     fresh = compiled_rhs(2, 2, b, T, 1.0, activation="softplus")
     np.testing.assert_array_equal(f(1.0, y1), fresh(1.0, y1))
     assert not np.array_equal(f(1.0, y1), f(1.0, y0))
+
+
+@pytest.mark.parametrize("options", [{}, {"weight_decay": 0.1, "lr2": 0.5, "label_noise": 0.3}])
+def test_split_gives_the_same_right_hand_side_and_its_noise_part(options):
+    """``compiled_rhs(..., split=True)``: the whole right-hand side to the bit, and a noise part
+    (label noise included) that is 0 outside the ``Q`` entries, symmetric there, and the whole
+    less the flow to round-off."""
+    problem = _softplus()
+    a, Q, R, b, T = problem.order_parameters()
+    y = np.concatenate([a, Q.ravel(), R.ravel()])
+    whole = compiled_rhs(2, 2, b, T, 0.7, 2, True, activation="softplus", **options)(1.0, y)
+    flow = compiled_rhs(2, 2, b, T, 0.7, 2, False, activation="softplus", **options)(1.0, y)
+    split = compiled_rhs(2, 2, b, T, 0.7, 2, True, activation="softplus", split=True, **options)
+    out, part = split(1.0, y)
+    np.testing.assert_array_equal(out, whole)
+    assert np.all(part[:2] == 0) and np.all(part[6:] == 0)
+    assert np.array_equal(part[2:6].reshape(2, 2), part[2:6].reshape(2, 2).T)
+    assert np.abs(part).max() > 1e-3 * np.abs(whole).max()
+    np.testing.assert_allclose(flow + part, whole, rtol=0, atol=1e-15 * np.abs(whole).max())
+    free = compiled_rhs(2, 2, b, T, 0.7, 2, False, activation="softplus", split=True, **options)
+    out, part = free(1.0, y)
+    np.testing.assert_array_equal(out, flow)
+    assert not part.any()
+
+
+def test_split_is_refused_for_erf():
+    problem = random_problem(20, 2, 2, np.random.default_rng(6), activation="erf")
+    _, _, _, b, T = problem.order_parameters()
+    with pytest.raises(InputError, match="split=True is not allowed for erf"):
+        compiled_rhs(2, 2, b, T, 1.0, activation="erf", split=True)

@@ -221,3 +221,85 @@ def test_times_zero_alone_gives_the_start(activation, method):
         assert o[key].shape == (1, *start.shape)
         np.testing.assert_array_equal(o[key][0], start)
     assert o["noise_check"]["checks"] == [] and o["noise_check"]["passed"] is None
+
+
+def test_softplus_shared_exponential_gives_the_bits_of_each_function():
+    """`_ode_kernels.softplus_pair()` (one ``exp(-|x|)``, through `g_pair()` and `g_triple()`)
+    gives the bits of ``g``, ``g'`` and ``g''`` evaluated apart, on both sides of 0, at 0 and
+    where the exponential under- or overflows."""
+    from gaugedyn.training import _ode_kernels
+    from gaugedyn.training._online_kernels import g, g_prime, g_second
+
+    xs = np.concatenate(
+        [np.random.default_rng(1).standard_normal(200) * 6, [0.0, -0.0, 1e-300, -1e-300]]
+    )
+    xs = np.concatenate([xs, [40.0, -40.0, 750.0, -750.0, np.inf, -np.inf]])
+    for x in xs:
+        apart = (g(4, x), g_prime(4, x), g_second(4, x))
+        assert _ode_kernels.g_triple(4, x) == apart, x
+        assert _ode_kernels.g_pair(4, x) == apart[:2], x
+
+
+@pytest.mark.parametrize("name", ["softplus", "tanh"])
+@pytest.mark.parametrize("nodes", [None, 7, 6, 5])
+def test_hermite_coefficients_are_the_node_by_node_sums_to_the_bit(name, nodes):
+    """`_ode_kernels.hermite_coefficients()` (the nodes four at a time) gives the bits of the
+    sums node by node in the nodes' order (plain Python floats here), with any remainder of
+    nodes; ``nodes``: the first that many of the activation's rule (``None``: all of it)."""
+    from gaugedyn.theory import activation_of
+    from gaugedyn.training import _ode_kernels
+    from gaugedyn.training._online_ode import _flow_rules
+
+    act = activation_of(name)
+    _, _, z, w, basis_t = _flow_rules(act)
+    if nodes is not None:
+        z, w, basis_t = z[150 : 150 + nodes], w[150 : 150 + nodes], basis_t[150 : 150 + nodes]
+        basis_t = np.ascontiguousarray(basis_t)
+    q = 1.37
+    A = np.empty((2, 2, basis_t.shape[1]))
+    got = _ode_kernels.hermite_coefficients(int(act.code), q, z, w, basis_t, A, 1)
+    sq = float(np.sqrt(q))
+    a0, a1 = [0.0] * basis_t.shape[1], [0.0] * basis_t.shape[1]
+    S = dS = 0.0
+    for j in range(z.size):
+        G, P, G2 = _ode_kernels.g_triple(int(act.code), sq * float(z[j]))
+        pz = P * float(z[j])
+        for k in range(basis_t.shape[1]):
+            a0[k] += float(basis_t[j, k]) * G
+            a1[k] += float(basis_t[j, k]) * pz
+        S += float(w[j]) * G * G
+        dS += float(w[j]) * (P * P + G * G2)
+    assert got == (S, dS)
+    np.testing.assert_array_equal(A[1, 0], a0)
+    np.testing.assert_array_equal(A[1, 1], np.array(a1) / (2.0 * sq))
+
+
+@pytest.mark.parametrize("name", ["softplus", "relu"])
+def test_teacher_coefficients_are_those_of_every_state(name):
+    """`_ode_kernels.teacher_coefficients()` (computed once per right-hand side function) are
+    the bits `field_coefficients()` gives the teacher's fields at a state's Gram matrix, and
+    `compiled_rhs` with them is the reference's right-hand side."""
+    from gaugedyn.theory import activation_of
+    from gaugedyn.training import _ode_kernels
+    from gaugedyn.training._online_ode import _flow_rules
+
+    act = activation_of(name)
+    problem = random_problem(30, 3, 2, np.random.default_rng(4), activation=name)
+    a, Q, R, b, T = problem.order_parameters()
+    assert not np.allclose(np.diag(T), T[0, 0])  # distinct teacher variances
+    u, _, z, w, basis_t = _flow_rules(act)
+    y = np.concatenate([a, Q.ravel(), R.ravel()])
+    C, _ = _ode_kernels.state_gram(y, 3, 2, b, T)
+    A = np.zeros((5, 2, basis_t.shape[1] if not act.homogeneous else 1))
+    S, dS = np.zeros(5), np.zeros(5)
+    args = (int(act.code), bool(act.homogeneous), u)
+    for p in range(5):
+        _ode_kernels.field_coefficients(*args, C, z, w, basis_t, A, S, dS, p)
+    tA, tS, tdS = _ode_kernels.teacher_coefficients(*args, T, z, w, basis_t)
+    np.testing.assert_array_equal(tS, S[3:])
+    np.testing.assert_array_equal(tdS, dS[3:])
+    if not act.homogeneous:
+        np.testing.assert_array_equal(tA, A[3:])
+    ref = OnlineODE(3, 2, b, T, name, 0.8, 1, True)(0.0, y)
+    fast = compiled_rhs(3, 2, b, T, 0.8, 1, True, activation=name)(0.0, y)
+    np.testing.assert_allclose(fast, ref, rtol=0, atol=1e-12 * np.abs(ref).max())

@@ -74,7 +74,24 @@ iterations at one time now reuse the noise term of the step's first state there
 (`NOISE_LAG`, `NoiseRule`: the same tolerance-level error against a run at rtol 1e-11): 828
 noise terms (with the options 646). Both together (``bench_online_ode.py --rounds 2 --t-max 1000 --rtol 1e-8 --budget 4000
 --activations softplus``, 2026-12-08 01:42 UTC, load 1.0): 1.2 CPU seconds, 1,364 right-hand
-sides, 919 noise terms (with the options 0.9 s), not yet one. Tanh's noise term is evaluated
+sides, 919 noise terms (with the options 0.9 s), not yet one. Then the first call at a time
+gives its noise part apart (`NoiseRule`: a repeat no longer evaluates the flow at the first
+state again, about 450 flows a run), the flow's Hermite coefficients take the nodes four at a
+time (`gaugedyn.training._ode_kernels.hermite_coefficients()`, a third less), the teacher's
+fields' coefficients are computed once (`gaugedyn.training._ode_kernels.teacher_coefficients()`,
+half of the rest) and softplus's ``g`` and ``g'`` share one exponential (the same bits): 1,306
+right-hand sides, 855 noise terms, 451 flows alone, 45 flow Jacobians, and in three interleaved
+pairs of processes, three runs each (2026-12-08 02:07 UTC, load 0.9), 0.92 to 0.99 CPU s (median
+0.95) against 1.17 to 1.39 s (median 1.24) before; the benchmark's command above at 02:06 to
+02:07 UTC (load 0.85 to 0.9), one run each, 0.92, 1.03 and 1.07 s (with the options 0.71 to 0.82
+s): on this shared machine a single run straddles one second. Of that, the noise terms about
+0.76 s (0.9 ms each: the control's exact term 0.5, the Sobol rule 0.37, of it the field table's
+lookups 0.33), the runtime check at the start (`NOISE_CHECK`, 2^18 draws; ``noise_check="off"``
+saves it) 0.08 s, the flows 0.06 s (0.044 ms each, from 0.13), the Jacobians 0.02 s. The
+trajectory moves at the tolerance's level with the held part's round-off (the whole less the
+flow before, the part itself now): within 2.1e-8 of the earlier run's states at the 101 record
+times (the largest component 4.1; ``noise_check="off"``), as the lag itself had moved them by
+1.7e-8. Tanh's noise term is evaluated
 at every right-hand side: held once per time point, it took more steps and more CPU time
 (`NOISE_LAG`). An explicit integrator needs a noise term at every stage: ``solve_ivp`` with
 DOP853 had used 1,300 right-hand sides by t = 137, RK45 by t = 80 (softplus, the same
@@ -691,14 +708,23 @@ def compiled_rhs(
     lr2: float = 1.0,
     label_noise: float = 0.0,
     activation: str | Activation = "erf",
+    split: bool = False,
 ):
     """``f(t, y)``: the compiled right-hand side of `OnlineODE` for ``activation`` (one with a
     compiled code, its own teacher activation). erf: its closed forms in the classical form
     (`gaugedyn.training._online_fast.compiled_online_rhs()`); any other: this module's own
     rules (the Mehler series or the ReLU closed forms for the flow; for the noise term the method
     of `noise_method()`: the orthant moments of a piecewise-linear activation, else the direct or
-    four-point Gauss-Hermite rule) compiled (`gaugedyn.training._ode_kernels`)."""
+    four-point Gauss-Hermite rule) compiled (`gaugedyn.training._ode_kernels`). With ``split``
+    (every activation but erf) ``f(t, y)`` returns ``(rhs, part)``: the same right-hand side,
+    to the bit, and its noise part apart (label noise included; 0 outside the ``Q`` entries),
+    from one evaluation (`NoiseRule`)."""
     act = activation_of(activation)
+    if split and act.name == "erf" and act.closed_form is not None:
+        raise InputError(
+            "split=True is not allowed for erf (its closed forms give the right-hand side "
+            "whole); allowed: split=False, or an activation other than erf"
+        )
     if act.name == "erf" and act.closed_form is not None:
         from ._online_fast import compiled_online_rhs
 
@@ -714,7 +740,9 @@ def compiled_rhs(
             lr2=lr2,
             label_noise=label_noise,
         )
-    return _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label_noise)
+    return _quadrature_rhs(
+        act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label_noise, split
+    )
 
 
 def _grids(sizes):
@@ -780,10 +808,11 @@ def compiled_flow_jacobian(act, K: int, M: int, b, T, eta: float, weight_decay=0
     return jac
 
 
-def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label_noise):
+def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label_noise, split):
     """``f(t, y)`` of the online ODE of a compiled activation other than erf
     (`gaugedyn.training._ode_kernels.quadrature_rhs()`), with the rules' sizes read from their
-    one declaration each (the activation's quadrature, `rule_sizes()`)."""
+    one declaration each (the activation's quadrature, `rule_sizes()`); with ``split``, ``f(t,
+    y)`` is ``(rhs, noise part)`` (`compiled_rhs()`)."""
     from . import _ode_kernels
 
     if act.code is None:
@@ -806,38 +835,22 @@ def _quadrature_rhs(act, K, M, b, T, eta, batch, noise, weight_decay, lr2, label
     nodes = rule_nodes(NOISE_METHODS[method], K + M, act)
     control = rule_control(NOISE_METHODS[method], act)
     table = field_table(NOISE_METHODS[method], act)
+    args = (K, M, b, T, float(eta), noise_scale, wd, rate, sigma2, int(act.code))
+    args += (bool(act.homogeneous), u, v, z1, w1, basis_t, grids_z, grids_w, grids_n, method)
+    teacher = _ode_kernels.teacher_coefficients(
+        int(act.code), bool(act.homogeneous), u, T, z1, w1, basis_t
+    )
+    args += (slopes, nodes, control, table, teacher)
+    empty = np.empty(0)
 
     def f(t, y):
-        return rhs(
-            np.asarray(y, dtype=np.float64),
-            K,
-            M,
-            b,
-            T,
-            float(eta),
-            noise_scale,
-            wd,
-            rate,
-            sigma2,
-            int(act.code),
-            bool(act.homogeneous),
-            u,
-            v,
-            z1,
-            w1,
-            basis_t,
-            grids_z,
-            grids_w,
-            grids_n,
-            method,
-            slopes,
-            nodes,
-            control,
-            table,
-            np.empty(size),
-        )
+        return rhs(np.asarray(y, dtype=np.float64), *args, np.empty(size), empty)
 
-    return f
+    def parts(t, y):
+        part = np.empty(size)
+        return rhs(np.asarray(y, dtype=np.float64), *args, np.empty(size), part), part
+
+    return parts if split else f
 
 
 def rule_nodes(method: str, P: int, activation) -> np.ndarray:
@@ -1121,33 +1134,33 @@ in ten minutes (the kinks)."""
 class NoiseRule:
     """The online ODE's right-hand side as LSODA calls it, counting its calls and noise terms
     (the rule of `NOISE_RULES`: ``"every_call"`` where ``flow`` is ``None``, else
-    ``"once_per_time"``). ``f(t, y)`` is the whole right-hand side (`compiled_rhs()`),
-    ``flow(t, y)`` the same without the noise term; ``noise`` says whether ``f`` has one.
-    Once per time: the first call at a time ``t`` returns ``f(t, y)``; a later call at that
-    ``t`` returns ``flow(t, y)`` plus the noise part of the first call there,
-    ``f(t, y_0) - flow(t, y_0)`` (the flow at ``y_0`` evaluated at the first such call). A
-    caller asking for one right-hand side of a state asks `compiled_rhs()`, never this: the
-    lag belongs to the integration."""
+    ``"once_per_time"``); ``noise`` says whether ``f`` has a noise term. Every call: ``f(t,
+    y)`` is the whole right-hand side (`compiled_rhs()`). Once per time: ``f(t, y)`` returns
+    the whole right-hand side and its noise part apart (`compiled_rhs()` with ``split``) and
+    ``flow(t, y)`` is the same without the noise term; the first call at a time ``t`` returns
+    the whole right-hand side, a later call at that ``t`` ``flow(t, y)`` plus the noise part
+    of the first call there (one evaluation of the first state: its flow is not evaluated
+    again, as it was when the part was the whole less the flow, about 440 flows a softplus run
+    to t = 1000). A caller asking for one right-hand side of a state asks `compiled_rhs()`,
+    never this: the lag belongs to the integration."""
 
     def __init__(self, f, flow=None, noise: bool = True):
         self.f, self.flow, self.noise = f, flow, noise
         self.rule = NOISE_RULES[0] if flow is None else NOISE_RULES[1]
         self.calls, self.noise_terms = 0, 0
         self._t: float | None = None
-        self._first: tuple | None = None
         self._part = None
 
     def __call__(self, t, y):
         self.calls += 1
-        if self.flow is not None and t == self._t and self._first is not None:
-            if self._part is None:
-                y0, out0 = self._first
-                self._part = out0 - self.flow(t, y0)
+        if self.flow is None:
+            self.noise_terms += int(self.noise)
+            return self.f(t, y)
+        if t == self._t and self._part is not None:
             return self.flow(t, y) + self._part
-        out = self.f(t, y)
+        out, self._part = self.f(t, y)
+        self._t = t
         self.noise_terms += int(self.noise)
-        if self.flow is not None:
-            self._t, self._first, self._part = t, (np.array(y, dtype=np.float64), out), None
         return out
 
     def record(self, integrator: str) -> dict:
@@ -1240,7 +1253,7 @@ def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options,
     eta, batch, noise = run
     weight_decay, lr2, label_noise = options
 
-    def rhs(with_noise: bool, sigma: float):
+    def rhs(with_noise: bool, sigma: float, split: bool = False):
         return compiled_rhs(
             problem.K,
             problem.M,
@@ -1253,9 +1266,9 @@ def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options,
             lr2=float(lr2),
             label_noise=sigma,
             activation=act,
+            split=split,
         )
 
-    f = rhs(noise, float(label_noise))
     grid = times if times[0] == 0.0 else np.concatenate([[0.0], times])
     jac = None
     if noise and act.name != "erf":
@@ -1263,7 +1276,11 @@ def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options,
             act, problem.K, problem.M, b, T, eta, float(weight_decay), float(lr2)
         )
     lag = jac is not None and act.name in NOISE_LAG
-    rule = NoiseRule(f, rhs(False, float(label_noise)) if lag else None, noise)
+    sigma = float(label_noise)
+    if lag:  # the first call at a time gives its noise part apart (NoiseRule)
+        rule = NoiseRule(rhs(noise, sigma, split=True), rhs(False, sigma), noise)
+    else:
+        rule = NoiseRule(rhs(noise, sigma), None, noise)
     Y, info = odeint(
         rule if watch is None else watch.watched(rule),
         y0,
@@ -1281,7 +1298,7 @@ def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options,
     ):
         # the Newton iteration failed on the flow's Jacobian: LSODA's own differences of
         # the whole right-hand side, evaluated whole at every call
-        whole = NoiseRule(f, None, noise)
+        whole = NoiseRule(rhs(noise, sigma), None, noise)
         Y, info = odeint(
             whole if watch is None else watch.watched(whole),
             y0,
@@ -1332,8 +1349,8 @@ def online_ode(
     of a high-precision reference at every state of a run to t = 1000, about 0.3 ms per
     compiled right-hand side at ``K = M = 4``, a run to t = 1000 at rtol 1e-8 under a CPU
     second); for softplus the same rule at $2^{12}$ nodes with a mixture of Gaussian-smoothed
-    ReLUs as control, its noise term exact by orthant moments (`RELU_MIXTURES`; about 3.5 ms
-    per compiled right-hand side at ``K = M = 4``, 2.5 of them the control's exact term),
+    ReLUs as control, its noise term exact by orthant moments (`RELU_MIXTURES`; about 1.1 ms
+    per compiled right-hand side at ``K = M = 4``, 0.5 of them the control's exact term),
     evaluated once per time point of the integration, LSODA's corrector iterations there
     reusing it (`NOISE_LAG`, `NoiseRule`; the record's ``"integration"``); for
     another smooth activation whose fields
