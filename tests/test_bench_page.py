@@ -178,11 +178,30 @@ def test_an_online_ode_row_names_its_noise_terms_where_fewer_than_its_rhs():
     a run evaluating it at every right-hand side, or from before the count, reads as before."""
     tool = _tool()
     record = json.loads((ROOT / "benchmarks/results/online_ode_softplus.json").read_text())
+    run = record["data"]["activations"]["softplus"]["run"]
+    for t in run.values():  # a record from before the count
+        for key in ("noise_terms", "noise_rule", "cpu_runs"):
+            t.pop(key, None)
     before = tool.render_online_ode(record)
     assert "noise terms" not in before
-    run = record["data"]["activations"]["softplus"]["run"]
     run["plain"] |= {"noise_terms": 828, "noise_rule": "once_per_time"}
     run["options"] |= {"noise_terms": run["options"]["rhs"], "noise_rule": "every_call"}
     after = tool.render_online_ode(record)
     assert f"({run['plain']['rhs']} rhs, 828 noise terms (once_per_time)" in after
     assert after.count("noise terms") == 1
+
+
+def test_an_online_ode_row_of_several_runs_states_their_median_and_range():
+    """``bench_online_ode.py --runs N`` stores every run's CPU seconds: the row says that its
+    figure is their median and gives their range; a row of one run says neither."""
+    tool = _tool()
+    record = json.loads((ROOT / "benchmarks/results/online_ode_softplus.json").read_text())
+    run = record["data"]["activations"]["softplus"]["run"]
+    for t in run.values():
+        t.pop("cpu_runs", None)
+    assert "median of" not in tool.render_online_ode(record)
+    run["plain"] |= {"cpu": 0.95, "cpu_runs": [0.97, 0.93, 0.95, 1.04, 0.91]}
+    after = tool.render_online_ode(record)
+    assert "0.95 (" in after
+    assert "the median of 5 runs, 0.91 to 1.04" in after
+    assert after.count("median of") == 1

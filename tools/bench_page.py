@@ -255,7 +255,14 @@ def render_online_ode(record: dict) -> str:
                     )
                     + (f" and {t['flow_rhs']} of the flow alone" if t.get("flow_rhs") else "")
                     + (f", {t['jacobians']} flow Jacobians" if t.get("jacobians") else "")
-                    + f", {_ms(t['ms_per_rhs'])} ms per rhs)"
+                    + f", {_ms(t['ms_per_rhs'])} ms per rhs"
+                    + (
+                        f"; the median of {len(t['cpu_runs'])} runs, "
+                        f"{min(t['cpu_runs']):.2f} to {max(t['cpu_runs']):.2f}"
+                        if t.get("cpu_runs")
+                        else ""
+                    )
+                    + ")"
                     + ("" if t["finished"] else "; stopped at the budget"),
                     _times(t["to_erf_plain"]),
                 ]
