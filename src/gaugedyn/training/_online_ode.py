@@ -84,7 +84,9 @@ right-hand sides, 855 noise terms, 451 flows alone, 45 flow Jacobians, and in th
 pairs of processes, three runs each (2026-12-08 02:07 UTC, load 0.9), 0.92 to 0.99 CPU s (median
 0.95) against 1.17 to 1.39 s (median 1.24) before; the benchmark's command above at 02:06 to
 02:07 UTC (load 0.85 to 0.9), one run each, 0.92, 1.03 and 1.07 s (with the options 0.71 to 0.82
-s): on this shared machine a single run straddles one second. Of that, the noise terms about
+s): on this shared machine a single run straddles one second, so the benchmark's record takes
+the median of five runs (``--runs 5``): on the quiet machine (2026-12-08 02:12 UTC, load 0.2 to
+0.7) 0.93 CPU s, the five within 0.926 to 0.931 (with the options 0.72), under one. Of that, the noise terms about
 0.76 s (0.9 ms each: the control's exact term 0.5, the Sobol rule 0.37, of it the field table's
 lookups 0.33), the runtime check at the start (`NOISE_CHECK`, 2^18 draws; ``noise_check="off"``
 saves it) 0.08 s, the flows 0.06 s (0.044 ms each, from 0.13), the Jacobians 0.02 s. The
@@ -473,7 +475,10 @@ disagreement underestimated the error (at t = 0 of ``bench_online_noise_accuracy
 With ``2**18`` draws the standard error is below 1% of the noise term at that problem's states
 (0.3 to 0.7%), and one check costs about 0.07 CPU s with its sums compiled
 (`monte_carlo_noise`, load 8, 2026-12-07): about twenty right-hand sides of softplus's Sobol
-rule at K = M = 4 (about 3.5 ms each), a few hundred of tanh's: the budget's unit. The
+rule at K = M = 4 as they cost then (about 3.5 ms each; about seventy at today's 1 ms), a few
+hundred of tanh's: the budget's unit. Since a softplus run to t = 1000 costs under a CPU second
+(2026-12-08) its 10% budget holds the check at the start and one or two more (a run of 3.5 CPU s
+checked at t = 0, 230 and 651, where the run of 5 CPU s had checked five times; 2026-12-08). The
 tolerance of 10% asks the noise term to one significant digit: softplus's Sobol rule
 agrees within the standard error at every state to t = 1000, and tanh's Sobol rule within 3%
 (the four-point rule it replaced failed from t = 100 on: 16% there, 26% at 300;
