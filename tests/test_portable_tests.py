@@ -94,9 +94,12 @@ ALLOWED_BITWISE: dict[str, tuple[int, str]] = {
     "test_gauge_under_adam_batched.py": (1, BY_DESIGN),
     "test_online_chain.py": (3, BY_DESIGN + "; a symmetry of one array"),
     "test_online_ode_compiled.py": (
-        3,
+        8,
         "the caller's state left as it was, and times=[0.0] returning the start: copies, no "
-        "arithmetic",
+        "arithmetic; softplus's shared exponential, the Hermite coefficients four nodes at a "
+        "time and the teacher's coefficients computed once: the same IEEE operations in the "
+        "same order on both sides (no fast-math, so no contraction or reassociation), exact on "
+        "any machine",
     ),
     "test_pinned_chain.py": (1, "exact zeros"),
     "test_prototypes.py": (2, BY_DESIGN),
