@@ -289,13 +289,14 @@ def _copy_flops(task: str) -> float:
     return _counted(lambda: loss_fn(model(x), y).backward())
 
 
-def _stacked_pass(task: str, cells, device: str):
+def _stacked_pass(task: str, cells, device: str, matmul: str = "float32"):
     """A closure that runs one stacked forward and backward pass over every copy of
-    ``cells`` (in :data:`STACK_BLOCK` blocks), each on its own first minibatch."""
+    ``cells`` (in :data:`STACK_BLOCK` blocks), each on its own first minibatch, at precision
+    ``matmul`` (`gaugedyn.experiments.adam_split._batched.stacked_losses`; also
+    ``bench_beta_grid_bf16.py``'s pass)."""
     import torch
 
-    from gaugedyn.experiments.adam_split._batched import STACK_BLOCK, _build, copy_losses
-    from gaugedyn.experiments.adam_split._stacked import STACKED
+    from gaugedyn.experiments.adam_split._batched import STACK_BLOCK, _build, stacked_losses
 
     built = [_build(task, s, torch.float32, device) for _, _, s in cells]
     per_copy = [list(b[0].parameters()) for b in built]
@@ -311,9 +312,7 @@ def _stacked_pass(task: str, cells, device: str):
     def run():
         for lo in range(0, len(cells), n):
             block = [p[lo : lo + n] for p in params]
-            loss = copy_losses(
-                task, STACKED[task](built[0][0], block)(x[lo : lo + n]), y[lo : lo + n]
-            )
+            loss = stacked_losses(task, built[0][0], block, x[lo : lo + n], y[lo : lo + n], matmul)
             torch.autograd.grad(loss.sum(), block)
 
     return run

@@ -46,6 +46,7 @@ import time
 
 import numpy as np
 from _record import describe_machine, start_record, write_record
+from bench_beta_grid import _stacked_pass
 
 BETAS = (0.8, 0.9, 0.99, 0.999)
 """The full configuration's grid (both axes)."""
@@ -62,29 +63,9 @@ def _cells(seeds: int) -> list[tuple[float, float, int]]:
 
 def _pass(task: str, cells, matmul: str):
     """A closure: one stacked forward and backward pass over every copy of ``cells`` (in the
-    task's ``STACK_BLOCK`` blocks), each on its own first minibatch, at precision ``matmul``."""
-    import torch
-
-    from gaugedyn.experiments.adam_split._batched import STACK_BLOCK, _build, stacked_losses
-
-    built = [_build(task, s, torch.float32, "cpu") for _, _, s in cells]
-    per_copy = [list(b[0].parameters()) for b in built]
-    params = [
-        torch.stack([ps[j].detach() for ps in per_copy]).requires_grad_(True)
-        for j in range(len(per_copy[0]))
-    ]
-    draws = [b[2](b[1]) for b in built]
-    x = torch.stack([d[0] for d in draws])
-    y = torch.stack([d[1] for d in draws])
-    n = STACK_BLOCK.get(task) or len(cells)
-
-    def run():
-        for lo in range(0, len(cells), n):
-            block = [p[lo : lo + n] for p in params]
-            loss = stacked_losses(task, built[0][0], block, x[lo : lo + n], y[lo : lo + n], matmul)
-            torch.autograd.grad(loss.sum(), block)
-
-    return run
+    task's ``STACK_BLOCK`` blocks), each on its own first minibatch, at precision ``matmul``
+    (``bench_beta_grid.py``'s pass, on the CPU)."""
+    return _stacked_pass(task, cells, "cpu", matmul)
 
 
 def _program(task: str, cells, steps: int, matmul: str) -> dict:

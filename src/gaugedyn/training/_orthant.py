@@ -264,17 +264,25 @@ def orthant4(R):
     return orthant4_rule(R, _V, _W)
 
 
-@numba.njit(cache=True)
-def orthant4_rule(R, V, W):
-    """`orthant4()` by the Gauss-Legendre rule of nodes ``V`` and weights ``W`` on ``[0, 1]``
-    (`legendre_rule()`)."""
+@numba.njit(inline="always", cache=True)
+def _pairing(R):
+    """The row of ``_PAIRINGS`` whose four cross correlations of ``R (4, 4)`` have the smallest
+    largest absolute value (the first such row): the pairing `orthant4_rule()` and
+    `plackett_setup()` integrate along."""
     best, pick = 2.0, 0
     for m in range(3):
         a, b, c, d = _PAIRINGS[m]
         top = max(max(abs(R[a, c]), abs(R[a, d])), max(abs(R[b, c]), abs(R[b, d])))
         if top < best:
             best, pick = top, m
-    o = _PAIRINGS[pick]
+    return pick
+
+
+@numba.njit(cache=True)
+def orthant4_rule(R, V, W):
+    """`orthant4()` by the Gauss-Legendre rule of nodes ``V`` and weights ``W`` on ``[0, 1]``
+    (`legendre_rule()`)."""
+    o = _PAIRINGS[_pairing(R)]
     X = np.empty((4, 4))
     for x in range(4):
         for y in range(4):
@@ -831,13 +839,7 @@ def plackett_setup(R, X, col):
     pairing in its order (rows ``01, 02, 03, 12, 13, 23``), for `plackett_batch()`. False where
     that rule's general branches are needed (a cross correlation of the first pair exactly 0,
     or the first pair closer than ``TRIANGLE_FROM``): the caller then uses `orthant4_rule()`."""
-    best, pick = 2.0, 0
-    for m in range(3):
-        a, b, c, d = _PAIRINGS[m]
-        top = max(max(abs(R[a, c]), abs(R[a, d])), max(abs(R[b, c]), abs(R[b, d])))
-        if top < best:
-            best, pick = top, m
-    o = _PAIRINGS[pick]
+    o = _PAIRINGS[_pairing(R)]
     for slot in range(6):
         x, y = _PAIR_SLOTS[slot]
         X[slot, col] = R[o[x], o[y]]
