@@ -85,8 +85,8 @@ pairs of processes, three runs each (2026-12-08 02:07 UTC, load 0.9), 0.92 to 0.
 0.95) against 1.17 to 1.39 s (median 1.24) before; the benchmark's command above at 02:06 to
 02:07 UTC (load 0.85 to 0.9), one run each, 0.92, 1.03 and 1.07 s (with the options 0.71 to 0.82
 s): on this shared machine a single run straddles one second, so the benchmark's record takes
-the median of five runs (``--runs 5``): on the quiet machine (2026-12-08 02:10 UTC, load 0.2 to
-0.7) 0.93 CPU s, the five within 0.926 to 0.931 (with the options 0.72), under one. Of that, the noise terms about
+the median of five runs (``--runs 5``): on the machine otherwise idle (2026-12-08 02:30 UTC, load
+1.1, at the final code) 0.92 CPU s, the five within 0.915 to 0.923 (with the options 0.71), under one. Of that, the noise terms about
 0.76 s (0.9 ms each: the control's exact term 0.5, the Sobol rule 0.37, of it the field table's
 lookups 0.33), the runtime check at the start (`NOISE_CHECK`, 2^18 draws; ``noise_check="off"``
 saves it) 0.08 s, the flows 0.06 s (0.044 ms each, from 0.13), the Jacobians 0.02 s. The
