@@ -245,3 +245,26 @@ class Progress:
         self.partial.unlink(missing_ok=True)
         print(f"record written to {self.path}")
         return self.path
+
+
+def grid_tasks(spec: str | None) -> list[str]:
+    """The beta grid's tasks named by ``--tasks A,B`` (``None``: all of them), before any work;
+    one `gaugedyn.InputError` naming the unknown ones and what is allowed."""
+    from gaugedyn import InputError
+    from gaugedyn.experiments.adam_split.tasks import TASKS
+
+    tasks = [t.strip() for t in spec.split(",")] if spec else list(TASKS)
+    bad = [t for t in tasks if t not in TASKS]
+    if bad or not tasks:
+        raise InputError(f"--tasks {spec!r}: unknown {bad}; allowed: {', '.join(TASKS)}")
+    return tasks
+
+
+def check_at_least(*bounds: tuple[str, int, int]) -> None:
+    """Each ``(option, value, lowest)``: a value under its lowest is one
+    `gaugedyn.InputError` naming the option, the value and the bound."""
+    from gaugedyn import InputError
+
+    for name, v, lo in bounds:
+        if v < lo:
+            raise InputError(f"--{name} {v} is not allowed; use an integer >= {lo}")

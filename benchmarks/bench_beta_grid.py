@@ -47,6 +47,7 @@ import math
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -495,12 +496,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from gaugedyn import InputError
-    from gaugedyn.experiments.adam_split.tasks import TASKS
 
-    tasks = [t.strip() for t in args.tasks.split(",")] if args.tasks else list(TASKS)
-    bad = [t for t in tasks if t not in TASKS]
-    if bad or not tasks:
-        raise InputError(f"--tasks {args.tasks!r}: unknown {bad}; allowed: {', '.join(TASKS)}")
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _record import check_at_least, grid_tasks
+
+    tasks = grid_tasks(args.tasks)
     try:
         betas = [float(b) for b in args.betas.split(",")]
     except ValueError:
@@ -509,14 +509,12 @@ def main(argv: list[str] | None = None) -> int:
         ) from None
     if not betas or not all(0 <= b < 1 for b in betas) or len(set(betas)) != len(betas):
         raise InputError(f"--betas {args.betas!r} is not allowed; give distinct numbers in [0, 1)")
-    for name, v, lo in (
+    check_at_least(
         ("seeds", args.seeds, 2),
         ("steps", args.steps, 3),
         ("rounds", args.rounds, 1),
         ("roofline-reps", args.roofline_reps, 1),
-    ):
-        if v < lo:
-            raise InputError(f"--{name} {v} is not allowed; use an integer >= {lo}")
+    )
     if args.roofline and args.device != "cpu":
         raise InputError(
             f"--roofline with --device {args.device!r} is not allowed: the bound "

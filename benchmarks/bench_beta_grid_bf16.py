@@ -45,7 +45,7 @@ import sys
 import time
 
 import numpy as np
-from _record import describe_machine, start_record, write_record
+from _record import check_at_least, describe_machine, grid_tasks, start_record, write_record
 from bench_beta_grid import _stacked_pass
 
 BETAS = (0.8, 0.9, 0.99, 0.999)
@@ -231,21 +231,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None, metavar="PATH", help="store the run as a record")
     args = ap.parse_args(argv)
 
-    from gaugedyn import InputError
-    from gaugedyn.experiments.adam_split.tasks import TASKS
-
-    tasks = [t.strip() for t in args.tasks.split(",")] if args.tasks else list(TASKS)
-    bad = [t for t in tasks if t not in TASKS]
-    if bad or not tasks:
-        raise InputError(f"--tasks {args.tasks!r}: unknown {bad}; allowed: {', '.join(TASKS)}")
-    for name, v, lo in (
+    tasks = grid_tasks(args.tasks)
+    check_at_least(
         ("seeds", args.seeds, 1),
         ("steps", args.steps, 1),
         ("rounds", args.rounds, 1),
         ("pass-rounds", args.pass_rounds, 1),
-    ):
-        if v < lo:
-            raise InputError(f"--{name} {v} is not allowed; use an integer >= {lo}")
+    )
     record = start_record("bench_beta_grid_bf16.py", argv)
     print(describe_machine(), flush=True)
     data = measure(tasks, args.seeds, args.steps, args.rounds, args.pass_rounds)

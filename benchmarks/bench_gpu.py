@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -172,22 +173,17 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from gaugedyn import InputError
-    from gaugedyn.experiments.adam_split.tasks import TASKS
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _record import check_at_least, grid_tasks
 
-    tasks = [t.strip() for t in args.tasks.split(",")] if args.tasks else list(TASKS)
-    bad = [t for t in tasks if t not in TASKS]
-    if bad or not tasks:
-        raise InputError(f"--tasks {args.tasks!r}: unknown {bad}; allowed: {', '.join(TASKS)}")
-    for name, v, lo in (
+    tasks = grid_tasks(args.tasks)
+    check_at_least(
         ("cells", args.cells, 2),
         ("seeds", args.seeds, 1),
         ("steps", args.steps, 1),
         ("copies", args.copies, 1),
         ("scan-steps", args.scan_steps, 10),
-    ):
-        if v < lo:
-            raise InputError(f"--{name} {v} is not allowed; use an integer >= {lo}")
+    )
     devices = ["cpu"]
     if args.cpu_only:
         print("--cpu-only: running on cpu only")

@@ -1286,17 +1286,21 @@ def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options,
         rule = NoiseRule(rhs(noise, sigma, split=True), rhs(False, sigma), noise)
     else:
         rule = NoiseRule(rhs(noise, sigma), None, noise)
-    Y, info = odeint(
-        rule if watch is None else watch.watched(rule),
-        y0,
-        grid,
-        Dfun=jac,
-        tfirst=True,
-        rtol=rtol,
-        atol=atol,
-        mxstep=1_000_000,
-        full_output=True,
-    )
+
+    def lsoda(f, dfun):
+        return odeint(
+            f if watch is None else watch.watched(f),
+            y0,
+            grid,
+            Dfun=dfun,
+            tfirst=True,
+            rtol=rtol,
+            atol=atol,
+            mxstep=1_000_000,
+            full_output=True,
+        )
+
+    Y, info = lsoda(rule, jac)
     record = rule.record("LSODA")
     if jac is not None and (
         info["message"] != "Integration successful." or not np.all(np.isfinite(Y))
@@ -1304,16 +1308,7 @@ def _integrate_compiled(problem, act, b, T, y0, times, run, rtol, atol, options,
         # the Newton iteration failed on the flow's Jacobian: LSODA's own differences of
         # the whole right-hand side, evaluated whole at every call
         whole = NoiseRule(rhs(noise, sigma), None, noise)
-        Y, info = odeint(
-            whole if watch is None else watch.watched(whole),
-            y0,
-            grid,
-            tfirst=True,
-            rtol=rtol,
-            atol=atol,
-            mxstep=1_000_000,
-            full_output=True,
-        )
+        Y, info = lsoda(whole, None)
         again = whole.record("LSODA")
         record = again | {k: record[k] + again[k] for k in ("rhs", "noise_terms")}
     if info["message"] != "Integration successful.":
